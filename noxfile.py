@@ -1,0 +1,50 @@
+"""Developer sessions: tests, lint, typecheck (default), bench and contract (opt in)."""
+
+from __future__ import annotations
+
+import nox
+
+nox.needs_version = ">=2025.2.9"
+nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+PYTHON = "3.11"
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Install plan-build with its test extras and run the default (network-free) suite."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff over the package, tests, benchmarks and task files."""
+    session.install(".[lint]")
+    paths = ("src", "tests", "bench", "tasks.py", "noxfile.py")
+    session.run("ruff", "check", *paths)
+    session.run("ruff", "format", "--check", *paths)
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over the package."""
+    session.install("-e", ".[typecheck]")
+    session.run("mypy")
+
+
+@nox.session(python=PYTHON, default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks: print figures beside their reference (not timed tests)."""
+    session.install("-e", ".[test]")
+    for script in sorted(__import__("pathlib").Path("bench").glob("bench_*.py")):
+        session.run("python", str(script), *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
+def contract(session: nox.Session) -> None:
+    """The contract suite against the real claude and codex CLIs (installs them with npm)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "contract", *session.posargs)

@@ -1,0 +1,42 @@
+"""Invoke plumbing that makes the command line strict.
+
+Invoke silently accepts a repeated flag and reports parse errors with exit 1; plan-build
+refuses repeated flags and reports every command-line mistake as a usage error (exit 2).
+Tasks are declared with `@command`, which is `invoke.task` with these rules built in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from invoke.exceptions import ParseError
+from invoke.parser.argument import Argument
+from invoke.tasks import Task, task
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class StrictArgument(Argument):
+    """An argument that may be given at most once."""
+
+    def set_value(self, value: Any, cast: bool = True) -> None:
+        if self.raw_value is not None and not self.kind is list:  # noqa: E714
+            flag = "--" + self.name.replace("_", "-") if self.name else "option"
+            raise ParseError(f"{flag} was given more than once")
+        super().set_value(value, cast=cast)
+
+
+class StrictTask(Task[Any]):
+    def get_arguments(self, ignore_unknown_help: bool | None = None) -> list[Argument]:
+        args = super().get_arguments(ignore_unknown_help=ignore_unknown_help)
+        for arg in args:
+            arg.__class__ = StrictArgument
+        return args
+
+
+def command(*args: Any, **kwargs: Any) -> Any:
+    """`@invoke.task` with strict flags and no automatic short flags."""
+    kwargs.setdefault("klass", StrictTask)
+    kwargs.setdefault("auto_shortflags", False)
+    return task(*args, **kwargs)

@@ -1,0 +1,41 @@
+"""The explicit context every step receives instead of reading globals."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from plan_build.interact import Interaction, TerminalInteraction
+from plan_build.resources import Resources, locate
+from plan_build.ui import Console
+
+
+@dataclass
+class Session:
+    cwd: Path
+    env: dict[str, str]
+    console: Console
+    ui: Interaction
+    resources: Resources
+    stdin: TextIO | None = field(default=None)
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+
+    @property
+    def home(self) -> Path:
+        return Path(self.env.get("HOME") or Path.home())
+
+    @classmethod
+    def from_process(cls) -> Session:
+        env = dict(os.environ)
+        return cls(
+            cwd=Path.cwd(),
+            env=env,
+            console=Console(),
+            ui=TerminalInteraction(),
+            resources=locate(env),
+            stdin=sys.stdin,
+            stdout=sys.stdout,
+        )

@@ -1,0 +1,124 @@
+"""Facts about the git repository plan-build acts on, read through `proc`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from plan_build import proc
+from plan_build.errors import ExitCode, PlanBuildError
+
+GIT_TIMEOUT = 30.0
+
+
+def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for plan-build's own git calls: no optional locks, no pager, C locale."""
+    env = dict(os.environ if base is None else base)
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    return env
+
+
+def git(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    input: str | None = None,
+    timeout: float = GIT_TIMEOUT,
+) -> proc.Completed:
+    return proc.run(
+        ["git", *args], cwd=cwd, env=git_env(env), check=check, input=input, timeout=timeout
+    )
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A non-bare git work tree (possibly a linked worktree)."""
+
+    root: Path
+    git_dir: Path
+    common_dir: Path
+
+    def git(
+        self,
+        *args: str,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+        input: str | None = None,
+        timeout: float = GIT_TIMEOUT,
+    ) -> proc.Completed:
+        return git(list(args), cwd=self.root, env=env, check=check, input=input, timeout=timeout)
+
+    @property
+    def state_dir(self) -> Path:
+        """plan-build's metadata, shared by all worktrees and surviving worktree removal."""
+        return self.common_dir / "plan-build"
+
+    def head(self) -> str | None:
+        r = self.git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
+        return r.stdout.strip() or None
+
+    def branch(self) -> str | None:
+        r = self.git("symbolic-ref", "--short", "-q", "HEAD", check=False)
+        return r.stdout.strip() or None
+
+    def unmerged_paths(self) -> list[str]:
+        r = self.git("diff", "--name-only", "--diff-filter=U", "-z", check=False)
+        return [p for p in r.stdout.split("\0") if p]
+
+    def origin_url(self) -> str | None:
+        r = self.git("config", "--get", "remote.origin.url", check=False)
+        return r.stdout.strip() or None
+
+
+def not_a_repo(cwd: Path, why: str) -> PlanBuildError:
+    return PlanBuildError(
+        f"{cwd} {why}",
+        "cd into a git work tree (or run: git init)",
+        code=ExitCode.PREFLIGHT,
+    )
+
+
+def discover(cwd: Path, env: Mapping[str, str] | None = None) -> Repo:
+    """The work tree containing `cwd`, or a PlanBuildError saying why there is none."""
+    r = git(
+        [
+            "rev-parse",
+            "--is-bare-repository",
+            "--is-inside-git-dir",
+            "--is-inside-work-tree",
+            "--show-toplevel",
+            "--absolute-git-dir",
+            "--git-common-dir",
+        ],
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
+    if r.returncode != 0:
+        raise not_a_repo(cwd, "is not inside a git repository")
+    lines = r.stdout.splitlines()
+    bare, in_git_dir, in_tree = lines[0], lines[1], lines[2]
+    if bare == "true":
+        raise PlanBuildError(
+            f"{cwd} is a bare repository (it has no work tree)",
+            "run plan-build from a clone or a worktree (git worktree add ../work <branch>)",
+            code=ExitCode.PREFLIGHT,
+        )
+    if in_git_dir == "true" or in_tree != "true" or len(lines) < 6:
+        raise PlanBuildError(
+            f"{cwd} is inside the .git directory, not the work tree",
+            'cd to the repository\'s top level (cd "$(git rev-parse --show-toplevel)")',
+            code=ExitCode.PREFLIGHT,
+        )
+    root = Path(lines[3])
+    git_dir = Path(lines[4])
+    common = Path(lines[5])
+    if not common.is_absolute():
+        common = (cwd / common).resolve()
+    return Repo(root=root, git_dir=git_dir, common_dir=common)

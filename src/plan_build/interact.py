@@ -1,0 +1,164 @@
+"""The one place plan-build asks the user something.
+
+Every gate names what happens on yes, defaults to the safe answer and accepts the first
+letter. Without a terminal nothing is ever approved: the gate stops with exit 4.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, TextIO
+
+from plan_build.errors import ExitCode, PlanBuildError
+
+
+@dataclass(frozen=True)
+class Choice:
+    key: str  # one lower-case letter, unique within a question
+    label: str  # shown as "[r]etry"-style text: the key must be the label's first letter
+
+
+class Interaction(Protocol):
+    @property
+    def interactive(self) -> bool: ...
+
+    def choose(self, question: str, choices: Sequence[Choice], default: str) -> str: ...
+
+    def confirm(self, question: str, *, default: bool = False) -> bool: ...
+
+    def edit(self, text: str, *, suffix: str = ".md") -> str: ...
+
+
+def no_terminal(question: str) -> PlanBuildError:
+    return PlanBuildError(
+        f"approval needed but there is no terminal to ask: {question}",
+        "run the command again from an interactive terminal",
+        code=ExitCode.APPROVAL,
+    )
+
+
+def render_choices(choices: Sequence[Choice], default: str) -> str:
+    parts = []
+    for c in choices:
+        label = (
+            f"[{c.label[0]}]{c.label[1:]}"
+            if c.label[:1].lower() == c.key
+            else (f"[{c.key}] {c.label}")
+        )
+        parts.append(label + (" (default)" if c.key == default else ""))
+    return " · ".join(parts)
+
+
+def match_choice(answer: str, choices: Sequence[Choice], default: str) -> str | None:
+    """The key an answer selects: empty means the default, else first letter or full label."""
+    text = answer.strip().lower()
+    if not text:
+        return default
+    for c in choices:
+        if text in (c.key, c.label.lower()):
+            return c.key
+    return None
+
+
+@dataclass
+class TerminalInteraction:
+    """Asks on the terminal: questions on stderr, answers from stdin."""
+
+    stdin: TextIO = field(default_factory=lambda: sys.stdin)
+    stderr: TextIO = field(default_factory=lambda: sys.stderr)
+
+    @property
+    def interactive(self) -> bool:
+        try:
+            return self.stdin is not None and self.stdin.isatty() and self.stderr.isatty()
+        except (ValueError, AttributeError):
+            return False
+
+    def _ask(self, prompt: str) -> str | None:
+        self.stderr.write(prompt)
+        self.stderr.flush()
+        line = self.stdin.readline()
+        if not line:  # Ctrl-D: take the safe default
+            self.stderr.write("\n")
+            return None
+        return line
+
+    def choose(self, question: str, choices: Sequence[Choice], default: str) -> str:
+        if not self.interactive:
+            raise no_terminal(question)
+        while True:
+            line = self._ask(f"{question} {render_choices(choices, default)} ")
+            if line is None:
+                return default
+            key = match_choice(line, choices, default)
+            if key is not None:
+                return key
+            self.stderr.write(f"  answer with one of: {', '.join(c.key for c in choices)}\n")
+
+    def confirm(self, question: str, *, default: bool = False) -> bool:
+        yes, no = Choice("y", "yes"), Choice("n", "no")
+        return self.choose(question, [yes, no], "y" if default else "n") == "y"
+
+    def edit(self, text: str, *, suffix: str = ".md") -> str:
+        if not self.interactive:
+            raise no_terminal("edit text")
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if not editor:
+            raise PlanBuildError(
+                "no editor configured",
+                "set VISUAL or EDITOR (for example: export EDITOR=nano)",
+                code=ExitCode.APPROVAL,
+            )
+        from plan_build import proc  # local: only editing needs it
+
+        fd, name = tempfile.mkstemp(prefix="plan-build-", suffix=suffix)
+        path = Path(name)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            import shlex
+
+            proc.run_attached([*shlex.split(editor), str(path)])
+            return path.read_text(encoding="utf-8")
+        finally:
+            path.unlink(missing_ok=True)
+
+
+@dataclass
+class ScriptedInteraction:
+    """Answers from a script, for tests and `--yes`-style automation that the design allows."""
+
+    answers: list[str] = field(default_factory=list)
+    interactive: bool = True
+    asked: list[str] = field(default_factory=list)
+    edits: list[str] = field(default_factory=list)
+
+    def _next(self, question: str) -> str:
+        if not self.interactive:
+            raise no_terminal(question)
+        self.asked.append(question)
+        if not self.answers:
+            raise AssertionError(f"unexpected question: {question}")
+        return self.answers.pop(0)
+
+    def choose(self, question: str, choices: Sequence[Choice], default: str) -> str:
+        key = match_choice(self._next(question), choices, default)
+        if key is None:
+            raise AssertionError(f"scripted answer is not a choice for: {question}")
+        return key
+
+    def confirm(self, question: str, *, default: bool = False) -> bool:
+        return (
+            self.choose(question, [Choice("y", "yes"), Choice("n", "no")], "y" if default else "n")
+            == "y"
+        )
+
+    def edit(self, text: str, *, suffix: str = ".md") -> str:
+        if not self.edits:
+            raise AssertionError("unexpected edit")
+        return self.edits.pop(0)

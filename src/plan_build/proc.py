@@ -1,0 +1,230 @@
+"""The one place plan-build runs external commands.
+
+Argument lists only (never a shell), a timeout on every call, stdin closed unless input is
+meant, and the child's whole process tree killed on timeout or Ctrl-C. Tests fake this module
+with pytest-subprocess, which patches `subprocess.Popen`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import psutil
+
+from plan_build.errors import ExitCode, PlanBuildError
+
+log = logging.getLogger("plan_build.proc")
+
+DEFAULT_TIMEOUT = 30.0
+KILL_GRACE = 2.0
+
+
+@dataclass(frozen=True)
+class Completed:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+class CommandNotFound(PlanBuildError):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"{name} is not installed or not on PATH",
+            f"install {name} or add its directory to PATH",
+            code=ExitCode.PREFLIGHT,
+        )
+        self.name = name
+
+
+class CommandTimeout(PlanBuildError):
+    def __init__(self, argv: Sequence[str], timeout: float, stdout: str = "") -> None:
+        super().__init__(
+            f"{quote(argv)} did not finish within {timeout:g}s and was stopped",
+            "check that the tool can reach its service, or raise the timeout",
+            code=ExitCode.BLOCKED,
+        )
+        self.argv = tuple(argv)
+        self.timeout = timeout
+        self.stdout = stdout
+
+
+class CommandFailed(PlanBuildError):
+    def __init__(self, result: Completed) -> None:
+        tail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-3:]
+        detail = ("\n    " + "\n    ".join(tail)) if tail else ""
+        super().__init__(
+            f"{quote(result.argv)} exited {result.returncode}{detail}",
+            None,
+            code=ExitCode.BLOCKED,
+        )
+        self.result = result
+
+
+def quote(argv: Sequence[str]) -> str:
+    """The command as a user could paste it into a shell."""
+    return shlex.join(str(a) for a in argv)
+
+
+def which(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    path = (env if env is not None else os.environ).get("PATH")
+    return shutil.which(name, path=path)
+
+
+def run(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    input: str | None = None,
+    check: bool = False,
+    heartbeat: Callable[[float], None] | None = None,
+    heartbeat_every: float = 30.0,
+) -> Completed:
+    """Run `argv` to completion and capture its output as text.
+
+    Raises CommandNotFound when the program is missing, CommandTimeout when it outlives
+    `timeout` (after killing its whole process tree) and CommandFailed for a non-zero exit
+    when `check` is true. `heartbeat(elapsed)` is called every `heartbeat_every` seconds while
+    the command runs, so long reviews can show they are alive.
+    """
+    args = [os.fspath(a) for a in argv]
+    log.debug("run: %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
+    started = time.monotonic()
+    try:
+        child = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise CommandNotFound(args[0]) from exc
+    except PermissionError as exc:
+        raise PlanBuildError(
+            f"{args[0]} is not executable",
+            f"check the file's permissions (chmod +x {args[0]})",
+            code=ExitCode.PREFLIGHT,
+        ) from exc
+    deadline = started + timeout
+    pending_input = input
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                partial = _kill_tree(child)
+                raise CommandTimeout(args, timeout, partial)
+            window = min(remaining, heartbeat_every) if heartbeat else remaining
+            try:
+                out, err = child.communicate(input=pending_input, timeout=window)
+                break
+            except subprocess.TimeoutExpired:
+                pending_input = None
+                if heartbeat and time.monotonic() < deadline:
+                    heartbeat(time.monotonic() - started)
+    except BaseException:
+        if child.poll() is None:
+            _kill_tree(child)
+        raise
+    result = Completed(
+        argv=tuple(args),
+        returncode=child.returncode,
+        stdout=out or "",
+        stderr=err or "",
+        seconds=time.monotonic() - started,
+    )
+    log.debug("exit %s after %.3fs: %s", result.returncode, result.seconds, quote(args))
+    if check and not result.ok:
+        raise CommandFailed(result)
+    return result
+
+
+def _kill_tree(child: subprocess.Popen[str]) -> str:
+    """Stop the child, its process group and any descendant that left the group.
+
+    SIGTERM first, SIGKILL after a short grace. Returns whatever stdout was produced.
+    """
+    pid = child.pid
+    if pid <= 0:  # a faked process in tests has no real pid
+        child.kill()
+        return ""
+    victims: list[psutil.Process] = []
+    try:
+        parent = psutil.Process(pid)
+        victims = [parent, *parent.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        pass
+    _signal_group(pid, signal.SIGTERM)
+    for proc in victims:
+        _signal_proc(proc, signal.SIGTERM)
+    _, alive = psutil.wait_procs(victims, timeout=KILL_GRACE)
+    _signal_group(pid, signal.SIGKILL)
+    for proc in alive:
+        _signal_proc(proc, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=KILL_GRACE)
+    try:
+        out, _ = child.communicate(timeout=KILL_GRACE)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        return ""
+    return out or ""
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _signal_proc(proc: psutil.Process, sig: signal.Signals) -> None:
+    with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+        proc.send_signal(sig)
+
+
+def exec_replace(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None = None) -> NoReturn:
+    """Replace this process with `argv` (the interactive Claude Code launch)."""
+    log.debug("exec: %s", quote(argv))
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        os.execvpe(argv[0], list(argv), dict(env))
+    except FileNotFoundError as exc:
+        raise CommandNotFound(argv[0]) from exc
+
+
+def run_attached(
+    argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> int:
+    """Run an interactive program (an editor) on the user's terminal and wait for it."""
+    log.debug("attached: %s", quote(argv))
+    try:
+        child = subprocess.Popen(list(argv), cwd=cwd, env=dict(env) if env is not None else None)
+    except FileNotFoundError as exc:
+        raise CommandNotFound(argv[0]) from exc
+    try:
+        return child.wait()
+    except BaseException:
+        if child.poll() is None:
+            _kill_tree(child)  # type: ignore[arg-type]
+        raise

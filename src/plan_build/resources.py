@@ -1,0 +1,39 @@
+"""Where skills and templates come from: the bound release, the installed wheel or the checkout.
+
+A run resolves this once at start (`PLAN_BUILD_RELEASE` pins it for child processes) so a
+release activated meanwhile never mixes generations within one run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+CHECKOUT_ROOT = PACKAGE_DIR.parent.parent
+
+
+@dataclass(frozen=True)
+class Resources:
+    origin: str  # "release", "wheel" or "checkout"
+    skills: Path
+    templates: Path
+    release_id: str | None = None
+    release_path: Path | None = None
+
+    def skill(self, mode: str) -> Path:
+        return self.skills / ("ARCHITECT.md" if mode == "architect" else "SKILL.md")
+
+
+def locate(env: Mapping[str, str] | None = None) -> Resources:
+    env = os.environ if env is None else env
+    pinned = env.get("PLAN_BUILD_RELEASE")
+    if pinned:
+        path = Path(pinned)
+        return Resources("release", path, path / "templates", path.name, path)
+    data = PACKAGE_DIR / "_data"
+    if (data / "templates").is_dir():
+        return Resources("wheel", data / "skills", data / "templates")
+    return Resources("checkout", CHECKOUT_ROOT / "skills", CHECKOUT_ROOT / "templates")

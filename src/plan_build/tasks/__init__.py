@@ -1,0 +1,17 @@
+"""The task collection shared by `inv` (tasks.py) and the installed `plan-build` program.
+
+Tasks are thin wrappers: they build a Session and call steps. Each area adds its tasks here.
+"""
+
+from __future__ import annotations
+
+from invoke.collection import Collection
+
+from plan_build.tasks import session
+
+namespace = Collection()
+for _task in session.TASKS:
+    namespace.add_task(_task)
+
+# No task's stdin is ever forwarded to a child process by invoke.
+namespace.configure({"run": {"in_stream": False}})

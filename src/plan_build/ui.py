@@ -1,0 +1,35 @@
+"""Human output: stderr only, quiet when all is well, plain ASCII without a colour terminal."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TextIO
+
+
+@dataclass
+class Console:
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    fancy: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.fancy is None:
+            try:
+                tty = self.stream.isatty()
+            except (ValueError, AttributeError):
+                tty = False
+            self.fancy = tty and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+    def say(self, text: str = "") -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def mark(self, status: str) -> str:
+        """The symbol for a check status (pass/fail/warn/skip)."""
+        if self.fancy:
+            return {"pass": "✔", "fail": "✘", "warn": "!", "skip": "-"}.get(status, "?")
+        return {"pass": "ok", "fail": "FAIL", "warn": "WARN", "skip": "skip"}.get(status, "?")
+
+    def arrow(self) -> str:
+        return "→" if self.fancy else "->"

@@ -1,0 +1,183 @@
+"""Shared fixtures: a private HOME, real git in temp repos, stub agent CLIs on PATH, a fake
+AgentMemory server, and a helper that runs the real `plan-build` entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.memserver import MemoryServer
+
+REAL_HOME = Path(os.environ.get("HOME", "/root"))
+SUPPORT = Path(__file__).parent / "support"
+ROOT = Path(__file__).resolve().parent.parent
+STUB_TOOLS = ("claude", "codex", "coderabbit", "auggie")
+WATCHED = (".claude", ".codex", ".agentmemory", ".augment", ".local/share/plan-build")
+
+
+def _watched_state() -> dict[str, float]:
+    state = {}
+    for name in WATCHED:
+        p = REAL_HOME / name
+        if p.exists():
+            state[name] = p.stat().st_mtime
+    return state
+
+
+@pytest.fixture(autouse=True)
+def private_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """Every test gets its own HOME; touching the real one fails the test."""
+    before = _watched_state()
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var, sub in (
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_CACHE_HOME", ".cache"),
+    ):
+        monkeypatch.setenv(var, str(home / sub))
+    gitconfig = home / ".gitconfig"
+    gitconfig.write_text(
+        "[user]\n\tname = Test User\n\temail = test@example.com\n"
+        "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n"
+    )
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
+        monkeypatch.setenv(var, "Test User")
+    for var in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(var, "test@example.com")
+    for var in (
+        "AGENTMEMORY_SECRET",
+        "AGENTMEMORY_URL",
+        "CLAUDE_CODE_SAFE_MODE",
+        "IS_SANDBOX",
+        "PLAN_BUILD_RELEASE",
+        "PLAN_BUILD_HOME",
+        "AUGMENT_SESSION_AUTH",
+        "NO_COLOR",
+        "PLAN_BUILD_SESSION",
+        "VISUAL",
+        "EDITOR",
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    yield home
+    assert _watched_state() == before, "a test touched the real HOME"
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A git repository with one commit (README.md) on main."""
+    root = tmp_path / "shop"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "README.md").write_text("# shop\n")
+    git(root, "add", "README.md")
+    git(root, "commit", "-q", "-m", "initial")
+    return root
+
+
+@dataclass
+class Stubs:
+    bin: Path
+    home: Path
+
+    def rule(self, tool: str, *rules: dict[str, Any]) -> None:
+        """Answer `tool`'s calls with these rules first (see tests/support/stubtool.py)."""
+        path = self.home / f"{tool}.json"
+        existing = json.loads(path.read_text()) if path.exists() else []
+        path.write_text(json.dumps([*rules, *existing]))
+
+    def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
+        log = self.home / "calls.jsonl"
+        if not log.exists():
+            return []
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+        return [r for r in rows if tool is None or r["tool"] == tool]
+
+    def remove(self, tool: str) -> None:
+        (self.bin / tool).unlink()
+
+
+@pytest.fixture
+def stubs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Stubs:
+    """Stub claude/codex/coderabbit/auggie first on PATH (plus the real git and python)."""
+    bin_dir = tmp_path / "stub-bin"
+    home = tmp_path / "stub-home"
+    bin_dir.mkdir()
+    home.mkdir()
+    for tool in STUB_TOOLS:
+        exe = bin_dir / tool
+        exe.write_text(
+            f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
+            f"from tests.support.stubtool import main\nmain({tool!r})\n"
+        )
+        exe.chmod(0o755)
+    monkeypatch.setenv("STUB_HOME", str(home))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return Stubs(bin_dir, home)
+
+
+@pytest.fixture
+def memory_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryServer]:
+    """A healthy loopback AgentMemory; AGENTMEMORY_URL points at it."""
+    with MemoryServer() as server:
+        monkeypatch.setenv("AGENTMEMORY_URL", server.url)
+        yield server
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+    argv: list[str] = field(default_factory=list)
+
+
+def run_cli(
+    *args: str,
+    cwd: Path,
+    input: str | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 60,
+) -> Result:
+    """Run the installed entry point (`python -m plan_build`) as a user would."""
+    argv = [sys.executable, "-m", "plan_build", *args]
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+        check=False,
+        stdin=None if input is not None else subprocess.DEVNULL,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr, argv)
+
+
+@pytest.fixture
+def cli() -> Any:
+    return run_cli

@@ -1,0 +1,156 @@
+"""A stand-in for claude, codex, coderabbit and auggie used by the end-to-end tests.
+
+Each stub executable on PATH calls `main(<tool>)`. It appends one JSON line per call to
+`$STUB_HOME/calls.jsonl` (tool, argv, cwd, environment) and answers from the first rule in
+`$STUB_HOME/<tool>.json` whose `match` is a prefix of argv, falling back to DEFAULTS, which
+reproduce the real CLIs' output shapes (docs: shared/docs/agent-cli-facts.md).
+
+A rule: {"match": [...], "stdout": str, "stderr": str, "exit": int, "sleep": seconds,
+"ignore_sigterm": bool, "grandchild": bool (spawn a long-lived grandchild that ignores
+SIGTERM and write its pid to $STUB_HOME/<tool>.grandchild), "write": {path: text},
+"stdout_file": path (answer with a file's text)}.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CLAUDE_PLUGINS = [
+    {
+        "id": "agentmemory@agentmemory",
+        "version": "0.9.29",
+        "scope": "user",
+        "enabled": True,
+        "installPath": "/stub/.claude/plugins/cache/agentmemory/agentmemory/0.9.29",
+        "installedAt": "2026-11-30T01:09:33.519Z",
+        "lastUpdated": "2026-11-30T01:09:33.519Z",
+        "projectEnabled": False,
+    },
+    {
+        "id": "mattpocock-skills@mattpocock",
+        "version": "1.2.0",
+        "scope": "user",
+        "enabled": True,
+        "installPath": "/stub/.claude/plugins/cache/mattpocock/mattpocock-skills/1.2.0",
+        "installedAt": "2026-11-30T01:09:33.519Z",
+        "lastUpdated": "2026-11-30T01:09:33.519Z",
+        "projectEnabled": False,
+    },
+    {
+        "id": "cc-plugin-agents-md@builtin",
+        "version": "unknown",
+        "scope": "user",
+        "enabled": True,
+        "hasUserConfig": True,
+    },
+    {
+        "id": "cc-plugin-plugin-authoring@builtin",
+        "version": "unknown",
+        "scope": "user",
+        "enabled": True,
+    },
+    {"id": "cc-plugin-privacy@builtin", "version": "unknown", "scope": "user", "enabled": True},
+    {"id": "cc-plugin-telemetry@builtin", "version": "unknown", "scope": "user", "enabled": True},
+]
+
+CODEX_PLUGINS = {
+    "installed": [
+        {
+            "pluginId": "agentmemory@agentmemory",
+            "name": "agentmemory",
+            "marketplaceName": "agentmemory",
+            "version": "0.9.29",
+            "installed": True,
+            "enabled": True,
+            "source": {"source": "local", "path": "/stub/mkt/plugins/agentmemory"},
+            "marketplaceSource": {"sourceType": "local", "source": "/stub/mkt"},
+            "installPolicy": "AVAILABLE",
+            "authPolicy": "ON_INSTALL",
+        }
+    ],
+    "available": [],
+}
+
+DEFAULTS: dict[str, list[dict[str, object]]] = {
+    "claude": [
+        {"match": ["--version"], "stdout": "2.1.332 (Claude Code)\n"},
+        {"match": ["plugin", "list", "--json"], "stdout": json.dumps(CLAUDE_PLUGINS) + "\n"},
+        {"match": [], "stdout": ""},
+    ],
+    "codex": [
+        {"match": ["--version"], "stdout": "codex-cli 0.171.0\n"},
+        {
+            "match": ["plugin", "list", "--json"],
+            "stdout": json.dumps(CODEX_PLUGINS, indent=2) + "\n",
+        },
+        {"match": [], "stdout": ""},
+    ],
+    "coderabbit": [
+        {"match": ["--version"], "stdout": "0.3.4\n"},
+        {"match": [], "stdout": ""},
+    ],
+    "auggie": [
+        {"match": ["--version"], "stdout": "0.36.0 (commit 7c61e5bb)\n"},
+        {
+            "match": ["token", "print"],
+            "stdout": 'SESSION={"accessToken":"stub","tenantURL":"https://stub.example/","scopes":["email"]}\n',
+        },
+        {"match": [], "stdout": ""},
+    ],
+}
+
+
+def _rules(tool: str, home: Path) -> list[dict[str, object]]:
+    spec = home / f"{tool}.json"
+    rules: list[dict[str, object]] = []
+    if spec.is_file():
+        rules = json.loads(spec.read_text(encoding="utf-8"))
+    return rules + DEFAULTS.get(tool, [{"match": []}])
+
+
+def main(tool: str) -> None:
+    home = Path(os.environ["STUB_HOME"])
+    argv = sys.argv[1:]
+    record = {
+        "tool": tool,
+        "argv": argv,
+        "cwd": os.getcwd(),
+        "env": dict(os.environ),
+        "pid": os.getpid(),
+        "stdin_tty": sys.stdin.isatty() if sys.stdin else None,
+    }
+    with (home / "calls.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+    rule = next(r for r in _rules(tool, home) if argv[: len(r["match"])] == r["match"])  # type: ignore[arg-type]
+    if rule.get("ignore_sigterm"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if rule.get("grandchild"):
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        (home / f"{tool}.grandchild").write_text(str(child.pid))
+    for path, text in dict(rule.get("write") or {}).items():  # type: ignore[call-overload]
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(str(text), encoding="utf-8")
+    if rule.get("sleep"):
+        time.sleep(float(rule["sleep"]))  # type: ignore[arg-type]
+    out = str(rule.get("stdout", ""))
+    if rule.get("stdout_file"):
+        out = Path(str(rule["stdout_file"])).read_text(encoding="utf-8")
+    sys.stdout.write(out)
+    sys.stderr.write(str(rule.get("stderr", "")))
+    sys.stdout.flush()
+    sys.exit(int(rule.get("exit", 0)))  # type: ignore[call-overload]
