@@ -135,7 +135,9 @@ def main(tool: str) -> None:
             [
                 sys.executable,
                 "-c",
-                "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)",
+                "import signal, time\n"
+                "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                "time.sleep(300)",
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
