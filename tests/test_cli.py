@@ -59,11 +59,16 @@ def test_inv_in_a_checkout_runs_the_same_program(tmp_path: Path) -> None:
     inv = Path(sys.executable).parent / "inv"
     if not inv.exists():
         pytest.fail("invoke's `inv` script is not installed beside the test interpreter")
-    r = subprocess.run([str(inv), "plan", "--yolo", "--yolo"], cwd=ROOT, capture_output=True,
-                       text=True, check=False, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [str(inv), "plan", "--yolo", "--yolo"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == 2
     assert "--yolo was given more than once" in r.stderr
-    r = subprocess.run([str(inv), "--list"], cwd=ROOT, capture_output=True, text=True,
-                       check=False)
+    r = subprocess.run([str(inv), "--list"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert r.returncode == 0
     assert "  architect " in r.stdout

@@ -16,8 +16,14 @@ from tests.conftest import git
 
 @pytest.mark.parametrize(
     "value",
-    ["github.com/ana/shop", "local/550e8400-e29b-41d4-a716-446655440000", "ab", "A" * 128,
-     "gitlab.example.com:8443/group/sub/repo", "x_y.z-1"],
+    [
+        "github.com/ana/shop",
+        "local/550e8400-e29b-41d4-a716-446655440000",
+        "ab",
+        "A" * 128,
+        "gitlab.example.com:8443/group/sub/repo",
+        "x_y.z-1",
+    ],
 )
 def test_valid_ids_are_accepted(value: str) -> None:
     assert identity.validate(value + "\n") == value
@@ -42,7 +48,8 @@ def test_invalid_ids_say_what_is_wrong(raw: str, problem: str) -> None:
     with pytest.raises(PlanBuildError) as err:
         identity.validate(raw)
     assert problem in err.value.what
-    assert err.value.fix and "plan-build identity --set" in err.value.fix
+    assert err.value.fix
+    assert "plan-build identity --set" in err.value.fix
 
 
 @given(st.from_regex(identity.GRAMMAR, fullmatch=True))

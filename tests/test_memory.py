@@ -32,16 +32,18 @@ def test_refused_connection(tmp_path: Path) -> None:
     assert "agentmemory status" in (c.remediation or "")
 
 
-def test_garbage_is_not_mistaken_for_agentmemory(memory_server: MemoryServer,
-                                                 tmp_path: Path) -> None:
+def test_garbage_is_not_mistaken_for_agentmemory(
+    memory_server: MemoryServer, tmp_path: Path
+) -> None:
     memory_server.state.raw = b"<html>hello</html>"
     c = check(memory_server, tmp_path)
     assert c.status == "fail"
     assert "no AgentMemory status" in c.detail
 
 
-def test_wrong_or_missing_secret_is_unauthorized(memory_server: MemoryServer,
-                                                  tmp_path: Path) -> None:
+def test_wrong_or_missing_secret_is_unauthorized(
+    memory_server: MemoryServer, tmp_path: Path
+) -> None:
     memory_server.state.secret = "right"
     c = check(memory_server, tmp_path)
     assert c.status == "fail"
@@ -79,8 +81,9 @@ def test_file_secrets_never_go_to_a_remote_url(tmp_path: Path) -> None:
         (200, "not json", "no JSON"),
     ],
 )
-def test_unhealthy_servers_fail(memory_server: MemoryServer, tmp_path: Path, status, body,
-                                words) -> None:
+def test_unhealthy_servers_fail(
+    memory_server: MemoryServer, tmp_path: Path, status, body, words
+) -> None:
     memory_server.state.health_status = status
     memory_server.state.health_body = body.encode() if isinstance(body, str) else body
     c = check(memory_server, tmp_path)
@@ -95,8 +98,9 @@ def test_degraded_server_warns_but_is_usable(memory_server: MemoryServer, tmp_pa
     assert "running degraded" in c.detail
 
 
-def test_disabled_slots_fail_with_the_setting_to_change(memory_server: MemoryServer,
-                                                         tmp_path: Path) -> None:
+def test_disabled_slots_fail_with_the_setting_to_change(
+    memory_server: MemoryServer, tmp_path: Path
+) -> None:
     memory_server.state.slots_enabled = False
     c = check(memory_server, tmp_path)
     assert c.status == "fail"

@@ -35,9 +35,16 @@ def test_closed_stdin_is_a_usage_error() -> None:
     assert err.value.code == ExitCode.USAGE
 
 
-@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\r\n\x0b\x0c\x1c\x1d\x1e"
-                                                "\x85\u2028\u2029"), max_size=30)
-                .filter(lambda s: s != "EOF"), min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.text(
+            alphabet=st.characters(blacklist_characters="\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
+            max_size=30,
+        ).filter(lambda s: s != "EOF"),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_any_request_round_trips(lines: list[str]) -> None:
     text = "".join(line + "\n" for line in lines)
     if not text.strip():

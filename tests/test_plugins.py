@@ -37,8 +37,11 @@ def test_enabled_plugins_pass_and_builtins_are_ignored(stubs: Stubs, repo: Path)
 
 
 def test_disabled_and_missing_claude_plugins(stubs: Stubs, repo: Path) -> None:
-    listed = [dict(p, enabled=False) if p["id"].startswith("agentmemory") else p
-              for p in CLAUDE_PLUGINS if not p["id"].startswith("mattpocock")]
+    listed = [
+        dict(p, enabled=False) if p["id"].startswith("agentmemory") else p
+        for p in CLAUDE_PLUGINS
+        if not p["id"].startswith("mattpocock")
+    ]
     stubs.rule("claude", {"match": ["plugin", "list", "--json"], "stdout": json.dumps(listed)})
     checks = claude(repo)
     am = checks["claude.plugin.agentmemory"]
@@ -49,8 +52,7 @@ def test_disabled_and_missing_claude_plugins(stubs: Stubs, repo: Path) -> None:
     assert "claude plugin install mattpocock-skills@mattpocock" in (mp.remediation or "")
 
 
-def test_project_scoped_plugin_of_another_project_does_not_count(stubs: Stubs,
-                                                                 repo: Path) -> None:
+def test_project_scoped_plugin_of_another_project_does_not_count(stubs: Stubs, repo: Path) -> None:
     listed = [dict(p, scope="project", projectPath="/elsewhere") for p in CLAUDE_PLUGINS]
     stubs.rule("claude", {"match": ["plugin", "list", "--json"], "stdout": json.dumps(listed)})
     assert claude(repo)["claude.plugin.agentmemory"].detail.endswith("is not installed")
@@ -64,12 +66,15 @@ def test_project_scoped_plugin_of_another_project_does_not_count(stubs: Stubs,
     [
         ({"stdout": "Installed plugins:\n  ❯ agentmemory"}, "printed something that is not JSON"),
         ({"stdout": '{"unexpected": true}'}, "did not print a list of plugins"),
-        ({"stdout": "", "stderr": "✘ Failed to load settings\n", "exit": 1},
-         "exited 1: ✘ Failed to load settings"),
+        (
+            {"stdout": "", "stderr": "✘ Failed to load settings\n", "exit": 1},
+            "exited 1: ✘ Failed to load settings",
+        ),
     ],
 )
-def test_broken_claude_output_fails_every_claude_plugin_check(stubs: Stubs, repo: Path, rule,
-                                                              words) -> None:
+def test_broken_claude_output_fails_every_claude_plugin_check(
+    stubs: Stubs, repo: Path, rule, words
+) -> None:
     stubs.rule("claude", {"match": ["plugin", "list", "--json"], **rule})
     checks = claude(repo)
     for check in checks.values():
@@ -92,7 +97,10 @@ def test_disabled_codex_plugin_names_the_config_edit(stubs: Stubs, repo: Path) -
     check = codex(repo)
     assert check.detail == "agentmemory@agentmemory is installed but disabled"
     assert check.remediation == (
-        'set enabled = true under [plugins."agentmemory@agentmemory"] in ~/.codex/config.toml')
-    stubs.rule("codex", {"match": ["plugin", "list", "--json"],
-                         "stdout": '{"installed": [], "available": []}'})
+        'set enabled = true under [plugins."agentmemory@agentmemory"] in ~/.codex/config.toml'
+    )
+    stubs.rule(
+        "codex",
+        {"match": ["plugin", "list", "--json"], "stdout": '{"installed": [], "available": []}'},
+    )
     assert "codex plugin add agentmemory@agentmemory" in (codex(repo).remediation or "")

@@ -14,15 +14,26 @@ from tests.conftest import Stubs, git
 from tests.support.memserver import MemoryServer
 from tests.support.sessions import make_session
 
-ALL_IDS = ["terminal", "git.worktree", "tool.git", "tool.claude", "tool.codex",
-           "tool.coderabbit", "claude.safe_mode", "skill.readable",
-           "claude.plugin.mattpocock-skills", "claude.plugin.agentmemory",
-           "codex.plugin.agentmemory", "memory.server"]
+ALL_IDS = [
+    "terminal",
+    "git.worktree",
+    "tool.git",
+    "tool.claude",
+    "tool.codex",
+    "tool.coderabbit",
+    "claude.safe_mode",
+    "skill.readable",
+    "claude.plugin.mattpocock-skills",
+    "claude.plugin.agentmemory",
+    "codex.plugin.agentmemory",
+    "memory.server",
+]
 
 
 def run(cwd: Path, **opts):
-    session, _, err = make_session(cwd, answers=opts.pop("answers", None),
-                                   tty=opts.pop("tty", True))
+    session, _, err = make_session(
+        cwd, answers=opts.pop("answers", None), tty=opts.pop("tty", True)
+    )
     report = preflight.run(session, preflight.Options(**opts))
     return session, report, err
 
@@ -40,7 +51,8 @@ def test_architect_mode_does_not_need_matt_skills(ready: Path) -> None:
     assert "claude.plugin.mattpocock-skills" not in ids
     assert "claude.plugin.agentmemory" in ids
     assert next(c for c in report.checks if c.id == "skill.readable").detail.endswith(
-        "ARCHITECT.md")
+        "ARCHITECT.md"
+    )
 
 
 def test_preflight_json_matches_the_documented_shape(cli, ready: Path) -> None:
@@ -51,13 +63,15 @@ def test_preflight_json_matches_the_documented_shape(cli, ready: Path) -> None:
     # not a terminal: reported, but the report alone only warns about it
     terminal = data["checks"][0]
     assert (terminal["id"], terminal["status"]) == ("terminal", "warn")
-    assert data["ok"] is True and r.code == 0
+    assert data["ok"] is True
+    assert r.code == 0
     for row in data["checks"]:
         assert set(row) == {"id", "status", "degradable", "detail", "remediation", "seconds"}
 
 
-def test_every_failure_is_reported_not_just_the_first(cli, ready: Path, stubs: Stubs,
-                                                      memory_server: MemoryServer) -> None:
+def test_every_failure_is_reported_not_just_the_first(
+    cli, ready: Path, stubs: Stubs, memory_server: MemoryServer
+) -> None:
     stubs.remove("coderabbit")
     stubs.rule("claude", {"match": ["plugin", "list", "--json"], "stdout": "[]"})
     memory_server.state.slots_enabled = False
@@ -89,8 +103,9 @@ def test_missing_or_empty_skill_fails(ready: Path, bundle: Path) -> None:
         ("none", "is not inside a git repository"),
     ],
 )
-def test_not_a_work_tree(tmp_path: Path, setup: str, words: str, stubs: Stubs,
-                         bundle: Path) -> None:
+def test_not_a_work_tree(
+    tmp_path: Path, setup: str, words: str, stubs: Stubs, bundle: Path
+) -> None:
     if setup == "bare":
         cwd = tmp_path / "bare.git"
         git(tmp_path, "init", "-q", "--bare", str(cwd))
@@ -137,8 +152,9 @@ def memory_down(memory_server: MemoryServer) -> None:
     memory_server.state.health_body = {"status": "critical"}
 
 
-def test_memory_failure_without_a_terminal_stops_with_exit_3(ready: Path,
-                                                             memory_server: MemoryServer) -> None:
+def test_memory_failure_without_a_terminal_stops_with_exit_3(
+    ready: Path, memory_server: MemoryServer
+) -> None:
     memory_down(memory_server)
     session, report, _ = run(ready, tty=False, need_terminal=False)
     with pytest.raises(PlanBuildError) as err:
@@ -157,8 +173,9 @@ def test_memory_failure_continue_degraded(ready: Path, memory_server: MemoryServ
     assert session.ui.asked == ["Memory continuity is unavailable."]  # type: ignore[attr-defined]
 
 
-def test_memory_failure_retry_reruns_only_memory_checks(ready: Path, stubs: Stubs,
-                                                        memory_server: MemoryServer) -> None:
+def test_memory_failure_retry_reruns_only_memory_checks(
+    ready: Path, stubs: Stubs, memory_server: MemoryServer
+) -> None:
     memory_down(memory_server)
     session, report, _ = run(ready, answers=["r"])
     versions_before = len([c for c in stubs.calls() if c["argv"] == ["--version"]])
@@ -179,8 +196,9 @@ def test_memory_failure_stop(ready: Path, memory_server: MemoryServer) -> None:
     assert err.value.what == "stopped: memory continuity is unavailable"
 
 
-def test_other_failures_never_offer_degraded_mode(ready: Path, stubs: Stubs,
-                                                  memory_server: MemoryServer) -> None:
+def test_other_failures_never_offer_degraded_mode(
+    ready: Path, stubs: Stubs, memory_server: MemoryServer
+) -> None:
     memory_down(memory_server)
     stubs.remove("codex")
     session, report, _ = run(ready, answers=["d"])

@@ -69,7 +69,7 @@ def _list(tool: str, env: Mapping[str, str], cwd: Path) -> tuple[Any, str | None
 
 def claude_checks(plugins: list[str], env: Mapping[str, str], cwd: Path) -> list[Check]:
     data, problem, fix = _list("claude", env, cwd)
-    entries: list[Any] = []
+    entries: Any = []
     if problem is None:
         # --available wraps the same list in {"installed": [...], "available": [...]}
         entries = data.get("installed") if isinstance(data, dict) else data

@@ -30,8 +30,14 @@ def run_on_pty(
     first element of a `typed` pair, type its second element (a line or answer)."""
     master, slave = pty.openpty()
     child = subprocess.Popen(
-        list(argv), cwd=cwd, env=dict(env), stdin=slave, stdout=slave, stderr=slave,
-        start_new_session=True, close_fds=True,
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        close_fds=True,
     )
     os.close(slave)
     out = b""

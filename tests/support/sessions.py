@@ -19,15 +19,20 @@ class TTYText(io.StringIO):
         return True
 
 
-def make_session(cwd: Path, *, answers: list[str] | None = None, tty: bool = True,
-                 stdin_text: str = "") -> tuple[Session, io.StringIO, io.StringIO]:
+def make_session(
+    cwd: Path, *, answers: list[str] | None = None, tty: bool = True, stdin_text: str = ""
+) -> tuple[Session, io.StringIO, io.StringIO]:
     err = io.StringIO()
     out: io.StringIO = TTYText() if tty else io.StringIO()
     stdin = TTYText(stdin_text) if tty else io.StringIO(stdin_text)
     env = dict(os.environ)
     session = Session(
-        cwd=cwd, env=env, console=Console(stream=err, fancy=False),
+        cwd=cwd,
+        env=env,
+        console=Console(stream=err, fancy=False),
         ui=ScriptedInteraction(list(answers or []), interactive=tty),
-        resources=locate(env), stdin=stdin, stdout=out,
+        resources=locate(env),
+        stdin=stdin,
+        stdout=out,
     )
     return session, out, err
