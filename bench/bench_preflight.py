@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 from _common import ROOT, env_with, median_ms
-
 from tests.support.memserver import MemoryServer
 
 DELAY = 0.3
