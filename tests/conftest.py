@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.contract import report as contract_report
 from tests.support.memserver import MemoryServer
 
 REAL_HOME = Path(os.environ.get("HOME", "/root"))
@@ -21,6 +22,16 @@ SUPPORT = Path(__file__).parent / "support"
 ROOT = Path(__file__).resolve().parent.parent
 STUB_TOOLS = ("claude", "codex", "coderabbit", "auggie")
 WATCHED = (".claude", ".codex", ".agentmemory", ".augment", ".local/share/plan-build")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """With `-m contract`: the pinned real CLI versions and their cache."""
+    return contract_report.header(config)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """With `-m contract`: the versions the real CLIs printed, and where they came from."""
+    contract_report.summary(terminalreporter)
 
 
 def _watched_state() -> dict[str, float]:

@@ -1,0 +1,237 @@
+"""Loopback stand-ins for the model APIs, so the real CLIs run complete turns offline.
+
+Both servers bind 127.0.0.1 on a free port, record every request (method, path, headers, JSON
+body) and answer from a scenario the test sets:
+
+- `ModelsApi` (Anthropic Messages API, for Claude Code via ANTHROPIC_BASE_URL): every request
+  gets HTTP 400 with an error body, so an interactive turn ends at once with `API Error: 400`
+  and Claude goes back to its input box (no retry loop to wait out).
+- `ResponsesApi` (OpenAI Responses API, for Codex via a `model_providers` entry): `reply`
+  streams one assistant message, `unauthorized` answers 401, `hang` accepts the request and
+  never answers (the caller's timeout must end the run).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any  # parsed JSON, or the raw text when it is not JSON
+
+
+@dataclass
+class _Recorder:
+    requests: list[Request] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    closing: threading.Event = field(default_factory=threading.Event)
+
+    def add(self, request: Request) -> None:
+        with self.lock:
+            self.requests.append(request)
+
+    def snapshot(self) -> list[Request]:
+        with self.lock:
+            return list(self.requests)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    api: _LoopbackApi  # set on the subclass each server makes
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _record(self) -> Request:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        text = raw.decode("utf-8", "replace")
+        try:
+            body: Any = json.loads(text) if text else None
+        except json.JSONDecodeError:
+            body = text
+        request = Request(
+            self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+        )
+        self.api.recorder.add(request)
+        return request
+
+    def send(self, status: int, content_type: str, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_json(self, status: int, value: Any) -> None:
+        self.send(status, "application/json", json.dumps(value).encode())
+
+    def do_GET(self) -> None:
+        self.api.answer(self, self._record())
+
+    do_POST = do_GET
+    do_HEAD = do_GET
+
+
+class _LoopbackApi:
+    def __init__(self) -> None:
+        self.recorder = _Recorder()
+        handler = type("Handler", (_Handler,), {"api": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def origin(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def requests(self) -> list[Request]:
+        return self.recorder.snapshot()
+
+    def answer(self, h: _Handler, request: Request) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __enter__(self) -> _LoopbackApi:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.recorder.closing.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class ModelsApi(_LoopbackApi):
+    """Anthropic-shaped: HTTP 400 `invalid_request_error` for every request."""
+
+    MESSAGE = "plan-build contract test: no model here"
+
+    def answer(self, h: _Handler, request: Request) -> None:
+        h.send_json(
+            400,
+            {"type": "error", "error": {"type": "invalid_request_error", "message": self.MESSAGE}},
+        )
+
+    def user_texts(self) -> list[str]:
+        """Every user text block Claude sent to /v1/messages, in order."""
+        texts = []
+        for r in self.requests:
+            if r.method != "POST" or not r.path.startswith("/v1/messages"):
+                continue
+            for message in (r.body or {}).get("messages", []):
+                if message.get("role") != "user":
+                    continue
+                content = message.get("content")
+                blocks = (
+                    [{"type": "text", "text": content}] if isinstance(content, str) else content
+                )
+                texts += [b.get("text", "") for b in blocks or [] if b.get("type") == "text"]
+        return texts
+
+
+Scenario = Literal["reply", "unauthorized", "hang"]
+
+
+def _sse(event: str, data: Any) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+class ResponsesApi(_LoopbackApi):
+    """OpenAI Responses-shaped, for `codex exec` with a custom model provider."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scenario: Scenario = "reply"
+        self.reply = "MOCK-REPLY: done"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.origin}/v1"
+
+    def codex_flags(self) -> list[str]:
+        """`-c` overrides that point Codex at this server (key read from MOCK_API_KEY)."""
+        provider = (
+            f'{{name="mock",base_url="{self.base_url}",env_key="MOCK_API_KEY",'
+            'wire_api="responses"}'
+        )
+        return [
+            "-c",
+            "model=mock-model",
+            "-c",
+            "model_provider=mock",
+            "-c",
+            f"model_providers.mock={provider}",
+        ]
+
+    def answer(self, h: _Handler, request: Request) -> None:
+        if request.method != "POST":
+            h.send_json(200, {"object": "list", "data": [], "models": []})
+            return
+        if self.scenario == "unauthorized":
+            h.send_json(
+                401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}
+            )
+            return
+        if self.scenario == "hang":
+            self.recorder.closing.wait(600)  # until the server shuts down
+            return
+        message = {
+            "type": "message",
+            "id": "msg_contract",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": self.reply, "annotations": []}],
+        }
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        }
+        stream = b"".join(
+            [
+                _sse("response.created", {"type": "response.created", "response": {"id": "r1"}}),
+                _sse(
+                    "response.output_item.done",
+                    {"type": "response.output_item.done", "output_index": 0, "item": message},
+                ),
+                _sse(
+                    "response.completed",
+                    {
+                        "type": "response.completed",
+                        "response": {"id": "r1", "output": [message], "usage": usage},
+                    },
+                ),
+            ]
+        )
+        h.send(200, "text/event-stream", stream)
+
+    def turns(self) -> list[Request]:
+        return [r for r in self.requests if r.method == "POST" and r.path.endswith("/responses")]
+
+    def last_user_text(self, turn: int = -1) -> str:
+        """The text of the last user message of one recorded turn: the prompt Codex sent."""
+        body = self.turns()[turn].body
+        users = [i for i in body["input"] if i.get("type") == "message" and i.get("role") == "user"]
+        return "".join(c.get("text", "") for c in users[-1]["content"])
+
+    def turn_metadata(self, turn: int = -1) -> dict[str, Any]:
+        raw = self.turns()[turn].headers.get("x-codex-turn-metadata", "{}")
+        value = json.loads(raw)
+        return value if isinstance(value, dict) else {}

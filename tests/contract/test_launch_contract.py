@@ -1,0 +1,224 @@
+"""`plan-build plan` / `architect` handing a real terminal (a private tmux server) to the real
+Claude Code, offline: Claude's first-run screens are pre-answered in the scratch config dir and
+its API is a loopback server that ends every turn with HTTP 400.
+
+What Claude itself records proves the launch: its transcript holds plan-build's rendered prompt
+as the first user message, `sessions/<pid>.json` names the very process plan-build became
+(exec, no wrapper), and `--yolo` sessions run in bypassPermissions mode. Each session is ended
+the way a user ends it, with /exit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.contract.conftest import DUMMY_KEY, Agents, Plugins, seed_offline_start
+from tests.contract.fakeapis import ModelsApi
+from tests.contract.tmux import Tmux
+
+pytestmark = pytest.mark.contract
+
+# typed at plan-build's request prompt: trailing spaces, a flag-like line, template syntax,
+# shell metacharacters and non-ASCII must all reach Claude unchanged
+REQUEST = [
+    "Implement pagination for the audit log.  ",
+    "--keep {{ api }} compatible ✔ $HOME `date` 'quoted' \"double\"",
+]
+START = 60.0  # seconds for plan-build's preflight plus Claude's start
+TURN = 60.0
+EXIT = 30.0
+
+
+def mangled(path: Path) -> str:
+    """Claude's project directory name for a working directory."""
+    return re.sub(r"[^A-Za-z0-9]", "-", str(path))
+
+
+def dry_run_argv(cli: Any, cwd: Path, args: list[str], env: dict[str, str]) -> list[str]:
+    """The exact argv plan-build would exec, from `--dry-run` with the same request."""
+    r = cli(*args, "--dry-run", cwd=cwd, input="\n".join(REQUEST) + "\nEOF\n", env=env)
+    assert r.code == 0, r.stderr
+    quoted = r.stdout.split(") ---\n", 1)[1].split("\n--- environment added ---", 1)[0]
+    return shlex.split(quoted)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def first_user_entry(transcript: Path) -> dict[str, Any] | None:
+    try:
+        lines = transcript.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            return None  # still being written
+        if entry.get("type") == "user":
+            return dict(entry)
+    return None
+
+
+@dataclass
+class Launched:
+    argv: list[str]
+    pid: int
+    session: dict[str, Any]
+    transcript: Path
+    first_user: dict[str, Any]
+    environ: dict[str, str]
+    cmdline: list[str]
+    screen: str
+    exit_screen: str
+    exit_status: int | None
+
+
+@dataclass
+class Rig:
+    """A ready repository, the real CLIs with plugins installed, the loopback model API and a
+    private tmux server."""
+
+    cli: Any
+    tmux: Tmux
+    repo: Path
+    agents: Agents
+    api: ModelsApi
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        seed_offline_start(self.agents.claude_dir, self.repo.resolve(), DUMMY_KEY)
+        return {
+            **os.environ,
+            "ANTHROPIC_API_KEY": DUMMY_KEY,
+            "ANTHROPIC_BASE_URL": self.api.origin,
+            "NO_COLOR": "1",
+            **(extra or {}),
+        }
+
+
+@pytest.fixture
+def rig(tmux: Tmux, ready: Path, agents: Agents, plugins: Plugins, models_api: ModelsApi) -> Rig:
+    return Rig(run_cli, tmux, ready, agents, models_api)
+
+
+def launch_and_exit(rig: Rig, args: list[str], extra_env: dict[str, str] | None = None) -> Launched:
+    """Run `plan-build <args>` on the terminal, type the request, let Claude take the first
+    turn, read what Claude recorded, then /exit."""
+    tmux, agents = rig.tmux, rig.agents
+    env = rig.env(extra_env)
+    argv = dry_run_argv(rig.cli, rig.repo, args, env)
+
+    pid = tmux.start([sys.executable, "-m", "plan_build", *args], cwd=rig.repo, env=env)
+    tmux.wait_text("End with a line containing only EOF", START)
+    for line in REQUEST:
+        tmux.type(line)
+    tmux.type("EOF")
+
+    session_file = agents.claude_dir / "sessions" / f"{pid}.json"
+    session = tmux.wait(f"{session_file}", lambda: read_json(session_file), START)
+    environ = dict(
+        item.split("=", 1)
+        for item in Path(f"/proc/{pid}/environ").read_text("utf-8", "replace").split("\0")
+        if "=" in item
+    )
+    cmdline = Path(f"/proc/{pid}/cmdline").read_text("utf-8", "replace").split("\0")[:-1]
+    transcript = (
+        agents.claude_dir / "projects" / mangled(rig.repo) / f"{session['sessionId']}.jsonl"
+    )
+    first_user = tmux.wait(
+        f"the first user message in {transcript}", lambda: first_user_entry(transcript), TURN
+    )
+    screen = tmux.wait_text("API Error: 400", TURN)  # the turn is over: Claude waits for input
+
+    tmux.type("/exit")
+    tmux.wait("Claude to exit after /exit", tmux.dead, EXIT)
+    return Launched(
+        argv,
+        pid,
+        session,
+        transcript,
+        first_user,
+        environ,
+        cmdline,
+        screen,
+        tmux.screen(),
+        tmux.exit_status(),
+    )
+
+
+def assert_clean_exit(run: Launched, agents: Agents) -> None:
+    assert run.exit_status == 0, run.exit_screen
+    assert f"--resume {run.session['sessionId']}" in run.exit_screen
+    assert not (agents.claude_dir / "sessions" / f"{run.pid}.json").exists()
+
+
+def test_plan_hands_its_rendered_prompt_to_an_interactive_claude(rig: Rig) -> None:
+    run = launch_and_exit(rig, ["plan"])
+    assert run.argv[:2] == ["claude", "--"]
+    prompt = run.argv[2]
+    assert "\n".join(REQUEST) + "\n" in prompt
+    # Claude's own record of the session
+    assert run.first_user["message"] == {"role": "user", "content": prompt}
+    assert run.first_user["entrypoint"] == "cli"
+    assert run.first_user["permissionMode"] != "bypassPermissions"
+    assert run.session["pid"] == run.pid  # plan-build exec'd: the pane's process is Claude
+    assert run.session["kind"] == "interactive"
+    assert run.session["entrypoint"] == "cli"
+    assert run.session["version"] == "2.1.332"
+    assert Path(run.session["cwd"]).resolve() == rig.repo.resolve()
+    # the process plan-build became, and what it was given
+    assert run.cmdline == run.argv
+    assert run.environ["AGENTMEMORY_PROJECT_NAME"] == "github.com/ana/shop"
+    assert run.environ["PLAN_BUILD_MEMORY_MODE"] == "required"
+    assert prompt in rig.api.user_texts()
+    assert "bypass permissions on" not in run.screen
+    assert_clean_exit(run, rig.agents)
+
+
+def test_architect_yolo_runs_claude_with_bypass_permissions(rig: Rig) -> None:
+    (rig.repo / "SPEC.md").write_text("# old spec\n")
+    run = launch_and_exit(
+        rig,
+        ["architect", "--yolo"],
+        # root: Claude refuses --dangerously-skip-permissions unless IS_SANDBOX=1
+        extra_env={"IS_SANDBOX": "1"},
+    )
+    assert run.argv[:3] == ["claude", "--dangerously-skip-permissions", "--"]
+    prompt = run.argv[3]
+    assert "Start mode: **resume**" in prompt
+    assert run.first_user["message"] == {"role": "user", "content": prompt}
+    assert run.first_user["permissionMode"] == "bypassPermissions"
+    assert "bypass permissions on" in run.screen
+    assert run.session["pid"] == run.pid
+    assert run.session["entrypoint"] == "cli"
+    assert run.cmdline == run.argv
+    assert_clean_exit(run, rig.agents)
+
+
+def test_safe_mode_is_the_variable_claude_reads_and_plan_build_refuses_it(rig: Rig) -> None:
+    env = rig.env({"CLAUDE_CODE_SAFE_MODE": "1"})
+    rig.tmux.start(["claude"], cwd=rig.repo, env=env)
+    screen = rig.tmux.wait_text("CLAUDE_CODE_SAFE_MODE", START)
+    assert "Safe mode" in screen
+    rig.tmux.type("/exit")
+    rig.tmux.wait("Claude to exit after /exit", rig.tmux.dead, EXIT)
+    assert rig.tmux.exit_status() == 0
+
+    r = rig.cli("plan", "--dry-run", cwd=rig.repo, input="x\nEOF\n", env=env)
+    assert r.code == 3
+    assert "would not launch: preflight failed: claude.safe_mode" in r.stdout
+    assert "unset CLAUDE_CODE_SAFE_MODE" in r.stderr

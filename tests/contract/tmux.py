@@ -1,0 +1,109 @@
+"""A private tmux server (its own socket) that gives a real terminal to an interactive program.
+
+The pane runs the argv directly (no shell in between), so the pane's pid is the program's pid,
+and stays after the program exits (remain-on-exit) so its last screen and exit status can be
+read. Every wait is bounded and a timeout shows the screen.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+TMUX = shutil.which("tmux") or "/usr/bin/tmux"
+
+
+class Tmux:
+    def __init__(self, socket: Path, env: Mapping[str, str]) -> None:
+        self.socket = socket
+        self.env = dict(env)
+        self.target = "contract"
+        self.pane_pid: int | None = None
+
+    def _tmux(self, *args: str, check: bool = True) -> str:
+        r = subprocess.run(
+            [TMUX, "-S", str(self.socket), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+        if check and r.returncode != 0:
+            raise RuntimeError(f"tmux {' '.join(args)} exited {r.returncode}: {r.stderr.strip()}")
+        return r.stdout
+
+    def start(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], width: int = 200
+    ) -> int:
+        """Start `argv` in a new pane with exactly `env`; return the pane's (program's) pid."""
+        self.env = dict(env)  # the server is started by this call and inherits this environment
+        self._tmux(
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            str(width),
+            "-y",
+            "50",
+            "-s",
+            self.target,
+            "-c",
+            str(cwd),
+            *argv,
+        )
+        self._tmux("set-option", "-t", self.target, "remain-on-exit", "on")
+        self.pane_pid = int(self.display("#{pane_pid}"))
+        return self.pane_pid
+
+    def display(self, fmt: str) -> str:
+        return self._tmux("display-message", "-p", "-t", self.target, fmt).strip()
+
+    def screen(self) -> str:
+        return self._tmux("capture-pane", "-p", "-J", "-t", self.target, "-S", "-200", check=False)
+
+    def type(self, text: str, *, enter: bool = True) -> None:
+        """Type `text` literally, then press Enter (as a separate key, like a person)."""
+        if text:
+            self._tmux("send-keys", "-t", self.target, "-l", "--", text)
+        if enter:
+            time.sleep(0.3)
+            self._tmux("send-keys", "-t", self.target, "Enter")
+
+    def dead(self) -> bool:
+        return self.display("#{pane_dead}") == "1"
+
+    def exit_status(self) -> int | None:
+        status = self.display("#{pane_dead_status}")
+        return int(status) if status.lstrip("-").isdigit() else None
+
+    def wait(self, what: str, check: Callable[[], T | None], timeout: float) -> T:
+        """Poll `check` until it returns something truthy; fail with the screen after timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = check()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"timed out after {timeout:g}s waiting for {what}; screen:\n{self.screen()}"
+                )
+            time.sleep(0.2)
+
+    def wait_text(self, text: str, timeout: float) -> str:
+        def found() -> str | None:
+            screen = self.screen()
+            return screen if text in screen else None
+
+        return self.wait(repr(text), found, timeout)
+
+    def close(self) -> None:
+        """Stop this private server; tmux hangs up on the program still in its pane."""
+        self._tmux("kill-server", check=False)
