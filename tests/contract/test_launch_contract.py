@@ -144,8 +144,7 @@ def launch_and_exit(rig: Rig, args: list[str], extra_env: dict[str, str] | None 
     )
     screen = tmux.wait_text("API Error: 400", TURN)  # the turn is over: Claude waits for input
 
-    tmux.type("/exit")
-    tmux.wait("Claude to exit after /exit", tmux.dead, EXIT)
+    tmux.command("/exit", EXIT)
     return Launched(
         argv,
         pid,
@@ -214,8 +213,7 @@ def test_safe_mode_is_the_variable_claude_reads_and_plan_build_refuses_it(rig: R
     rig.tmux.start(["claude"], cwd=rig.repo, env=env)
     screen = rig.tmux.wait_text("CLAUDE_CODE_SAFE_MODE", START)
     assert "Safe mode" in screen
-    rig.tmux.type("/exit")
-    rig.tmux.wait("Claude to exit after /exit", rig.tmux.dead, EXIT)
+    rig.tmux.command("/exit", EXIT)
     assert rig.tmux.exit_status() == 0
 
     r = rig.cli("plan", "--dry-run", cwd=rig.repo, input="x\nEOF\n", env=env)

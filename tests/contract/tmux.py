@@ -75,14 +75,33 @@ class Tmux:
             self._tmux("send-keys", "-t", self.target, "-l", "--", text)
         if enter:
             time.sleep(0.3)
-            self._tmux("send-keys", "-t", self.target, "Enter")
+            self.press("Enter")
 
     def dead(self) -> bool:
-        return self.display("#{pane_dead}") == "1"
+        """The program has exited and tmux has recorded its exit status."""
+        return self.display("#{pane_dead}") == "1" and self.exit_status() is not None
 
     def exit_status(self) -> int | None:
         status = self.display("#{pane_dead_status}")
         return int(status) if status.lstrip("-").isdigit() else None
+
+    def press(self, key: str) -> None:
+        self._tmux("send-keys", "-t", self.target, key)
+
+    def command(self, text: str, timeout: float) -> None:
+        """Type a slash command into a TUI and press Enter until the program exits. Claude's
+        command menu may take the first Enter to complete the command rather than run it."""
+        self.type(text, enter=False)
+        self.wait_text(text, 10)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.press("Enter")
+            try:
+                self.wait(f"the program to exit after {text}", self.dead, 5)
+                return
+            except AssertionError:
+                continue
+        self.wait(f"the program to exit after {text}", self.dead, 0)
 
     def wait(self, what: str, check: Callable[[], T | None], timeout: float) -> T:
         """Poll `check` until it returns something truthy; fail with the screen after timeout."""

@@ -77,10 +77,60 @@ CODEX_PLUGINS = {
     "available": [],
 }
 
+CODEX_USAGE = {
+    "input_tokens": 10,
+    "cached_input_tokens": 0,
+    "cache_write_input_tokens": 0,
+    "output_tokens": 5,
+    "reasoning_output_tokens": 0,
+}
+
+
+def codex_exec_events(
+    message: str, *, thread_id: str = "01a22a0c-1f0b-7461-8cfe-43e314f760ae"
+) -> str:
+    """`codex exec --json` stdout for a turn that ends with `message` (codex-cli 0.171.0's
+    shapes; tests/contract proves them against the real CLI). For a stub rule's `stdout`."""
+    events = [
+        {"type": "thread.started", "thread_id": thread_id},
+        {"type": "turn.started"},
+        {
+            "type": "item.completed",
+            "item": {"id": "item_1", "type": "agent_message", "text": message},
+        },
+        {"type": "turn.completed", "usage": CODEX_USAGE},
+    ]
+    return "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events)
+
+
+def codex_exec_failed_events(
+    error: str, *, retries: int = 5, thread_id: str = "01a22a0c-1f0b-7461-8cfe-43e314f760ae"
+) -> str:
+    """`codex exec --json` stdout for a turn the API refused (exit 1): `Reconnecting...`
+    errors, the final error, then `turn.failed`."""
+    events: list[dict[str, object]] = [
+        {"type": "thread.started", "thread_id": thread_id},
+        {"type": "turn.started"},
+    ]
+    events += [
+        {"type": "error", "message": f"Reconnecting... {n}/{retries} ({error})"}
+        for n in range(1, retries + 1)
+    ]
+    events += [
+        {"type": "error", "message": error},
+        {"type": "turn.failed", "error": {"message": error}},
+    ]
+    return "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in events)
+
+
 DEFAULTS: dict[str, list[dict[str, object]]] = {
     "claude": [
         {"match": ["--version"], "stdout": "2.1.332 (Claude Code)\n"},
-        {"match": ["plugin", "list", "--json"], "stdout": json.dumps(CLAUDE_PLUGINS) + "\n"},
+        # pretty-printed like the real CLI (both Claude and Codex indent by two spaces)
+        {
+            "match": ["plugin", "list", "--json"],
+            "stdout": json.dumps(CLAUDE_PLUGINS, indent=2) + "\n",
+        },
         {"match": [], "stdout": ""},
     ],
     "codex": [
