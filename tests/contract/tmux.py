@@ -7,6 +7,7 @@ read. Every wait is bounded and a timeout shows the screen.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -66,6 +67,19 @@ class Tmux:
     def display(self, fmt: str) -> str:
         return self._tmux("display-message", "-p", "-t", self.target, fmt).strip()
 
+    def state(self) -> str:
+        """What tmux says about the pane (for failure messages)."""
+        fmt = "dead=#{pane_dead} status=#{pane_dead_status} pid=#{pane_pid}"
+        return f"tmux: {self.display(fmt)}, process: {self._proc_stat()[:1] or ['gone']}"
+
+    def _proc_stat(self) -> list[str]:
+        """/proc/<pane pid>/stat fields from the state on (field 3), or [] when gone."""
+        try:
+            text = Path(f"/proc/{self.pane_pid}/stat").read_text()
+        except (OSError, TypeError):
+            return []
+        return text.rsplit(")", 1)[1].split()
+
     def screen(self) -> str:
         return self._tmux("capture-pane", "-p", "-J", "-t", self.target, "-S", "-200", check=False)
 
@@ -78,12 +92,20 @@ class Tmux:
             self.press("Enter")
 
     def dead(self) -> bool:
-        """The program has exited and tmux has recorded its exit status."""
+        """The program has exited and its exit status is known."""
         return self.display("#{pane_dead}") == "1" and self.exit_status() is not None
 
     def exit_status(self) -> int | None:
+        """The exit status tmux recorded, or, when tmux has not reaped the process yet (seen
+        with tmux 3.3a: the pane is dead but its process stays a zombie), the status the
+        kernel keeps for the zombie (/proc/<pid>/stat field 52)."""
         status = self.display("#{pane_dead_status}")
-        return int(status) if status.lstrip("-").isdigit() else None
+        if status.lstrip("-").isdigit():
+            return int(status)
+        fields = self._proc_stat()
+        if fields and fields[0] == "Z" and len(fields) >= 50:
+            return os.waitstatus_to_exitcode(int(fields[49]))
+        return None
 
     def press(self, key: str) -> None:
         self._tmux("send-keys", "-t", self.target, key)
@@ -112,7 +134,8 @@ class Tmux:
                 return value
             if time.monotonic() > deadline:
                 raise AssertionError(
-                    f"timed out after {timeout:g}s waiting for {what}; screen:\n{self.screen()}"
+                    f"timed out after {timeout:g}s waiting for {what}; {self.state()}; "
+                    f"screen:\n{self.screen()}"
                 )
             time.sleep(0.2)
 
