@@ -172,38 +172,66 @@ def install(env: Mapping[str, str] = ENV_AT_START, *, echo: bool = False) -> Ins
         npm = shutil.which("npm", path=env.get("PATH"))
         if npm is None:
             raise InstallError("npm is not on PATH: the contract suite needs Node.js and npm")
+        for stale in root.glob("*.partial-*"):  # left by an interrupted run (we hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
         staging = root / f"{target.name}.partial-{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        argv = [npm, "install", "--prefix", str(staging), "--no-save", "--loglevel=error"]
-        argv += [p.spec for p in selected]
-        if echo:
-            print("$ " + " ".join(argv), file=sys.stderr)
         try:
-            r = subprocess.run(
-                argv,
-                cwd=staging,
-                env=_npm_env(root, env),
-                capture_output=True,
-                text=True,
-                timeout=NPM_TIMEOUT,
-                stdin=subprocess.DEVNULL,
-                check=False,
+            return _install_into(
+                staging,
+                target=target,
+                selected=selected,
+                root=root,
+                env=env,
+                npm=npm,
+                echo=echo,
+                started=started,
             )
-        except subprocess.TimeoutExpired as exc:
-            raise InstallError(f"npm install did not finish within {NPM_TIMEOUT:g}s") from exc
-        if r.returncode != 0:
-            tail = "\n".join((r.stderr.strip() or r.stdout.strip()).splitlines()[-20:])
-            raise InstallError(f"`{' '.join(argv)}` exited {r.returncode}:\n{tail}")
-        lines = version_lines(staging, selected)
-        shutil.rmtree(target, ignore_errors=True)  # a broken earlier attempt without a marker
-        staging.rename(target)
-        (target / "installed.json").write_text(
-            json.dumps({"packages": [p.spec for p in selected], "version_lines": lines}, indent=2)
-            + "\n",
-            encoding="utf-8",
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _install_into(
+    staging: Path,
+    *,
+    target: Path,
+    selected: tuple[Pin, ...],
+    root: Path,
+    env: Mapping[str, str],
+    npm: str,
+    echo: bool,
+    started: float,
+) -> Installed:
+    """npm install into `staging`, check the versions, then move it to `target`."""
+    argv = [npm, "install", "--prefix", str(staging), "--no-save", "--loglevel=error"]
+    argv += [p.spec for p in selected]
+    if echo:
+        print("$ " + " ".join(argv), file=sys.stderr)
+    try:
+        r = subprocess.run(
+            argv,
+            cwd=staging,
+            env=_npm_env(root, env),
+            capture_output=True,
+            text=True,
+            timeout=NPM_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            check=False,
         )
-        return Installed(target, selected, False, time.monotonic() - started, lines)
+    except subprocess.TimeoutExpired as exc:
+        raise InstallError(f"npm install did not finish within {NPM_TIMEOUT:g}s") from exc
+    if r.returncode != 0:
+        tail = "\n".join((r.stderr.strip() or r.stdout.strip()).splitlines()[-20:])
+        raise InstallError(f"`{' '.join(argv)}` exited {r.returncode}:\n{tail}")
+    lines = version_lines(staging, selected)
+    shutil.rmtree(target, ignore_errors=True)  # a broken earlier attempt without a marker
+    staging.rename(target)
+    (target / "installed.json").write_text(
+        json.dumps({"packages": [p.spec for p in selected], "version_lines": lines}, indent=2)
+        + "\n",
+        encoding="utf-8",
+    )
+    return Installed(target, selected, False, time.monotonic() - started, lines)
 
 
 def main() -> int:

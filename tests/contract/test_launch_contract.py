@@ -167,8 +167,7 @@ def assert_clean_exit(run: Launched, agents: Agents) -> None:
 
 def test_plan_hands_its_rendered_prompt_to_an_interactive_claude(rig: Rig) -> None:
     run = launch_and_exit(rig, ["plan"])
-    assert run.argv[:2] == ["claude", "--"]
-    prompt = run.argv[2]
+    prompt = run.argv[-1]  # the rendered prompt, from plan-build's own dry run
     assert "\n".join(REQUEST) + "\n" in prompt
     # Claude's own record of the session
     assert run.first_user["message"] == {"role": "user", "content": prompt}
@@ -179,12 +178,12 @@ def test_plan_hands_its_rendered_prompt_to_an_interactive_claude(rig: Rig) -> No
     assert run.session["entrypoint"] == "cli"
     assert run.session["version"] == "2.1.332"
     assert Path(run.session["cwd"]).resolve() == rig.repo.resolve()
-    # the process plan-build became, and what it was given
-    assert run.cmdline == run.argv
-    assert run.environ["AGENTMEMORY_PROJECT_NAME"] == "github.com/ana/shop"
-    assert run.environ["PLAN_BUILD_MEMORY_MODE"] == "required"
     assert prompt in rig.api.user_texts()
     assert "bypass permissions on" not in run.screen
+    # the process plan-build became, and what it was given
+    assert run.cmdline == run.argv == ["claude", "--", prompt]
+    assert run.environ["AGENTMEMORY_PROJECT_NAME"] == "github.com/ana/shop"
+    assert run.environ["PLAN_BUILD_MEMORY_MODE"] == "required"
     assert_clean_exit(run, rig.agents)
 
 
@@ -196,15 +195,14 @@ def test_architect_yolo_runs_claude_with_bypass_permissions(rig: Rig) -> None:
         # root: Claude refuses --dangerously-skip-permissions unless IS_SANDBOX=1
         extra_env={"IS_SANDBOX": "1"},
     )
-    assert run.argv[:3] == ["claude", "--dangerously-skip-permissions", "--"]
-    prompt = run.argv[3]
+    prompt = run.argv[-1]
     assert "Start mode: **resume**" in prompt
     assert run.first_user["message"] == {"role": "user", "content": prompt}
     assert run.first_user["permissionMode"] == "bypassPermissions"
     assert "bypass permissions on" in run.screen
     assert run.session["pid"] == run.pid
     assert run.session["entrypoint"] == "cli"
-    assert run.cmdline == run.argv
+    assert run.cmdline == run.argv == ["claude", "--dangerously-skip-permissions", "--", prompt]
     assert_clean_exit(run, rig.agents)
 
 
