@@ -82,7 +82,8 @@ def _agent_finding(event: dict[str, Any]) -> RawFinding:
     line = event.get("line") or event.get("startLine")
     if where and isinstance(line, int | str) and str(line):
         where = f"{where}:{line}"
-    detail = str(event.get("codegenInstructions") or "").strip()
+    comment = str(event.get("comment") or "").strip()
+    detail = str(event.get("codegenInstructions") or "").strip() if comment else ""
     rest = "\n".join(body.splitlines()[1:]).strip()
     return RawFinding(severity, title, where, "\n\n".join(p for p in (rest, detail) if p))
 
