@@ -347,6 +347,10 @@ def test_fix_then_repeat_then_approve_and_the_approval_tracks_the_tree(
     r = cli("review.approve", cwd=project)
     assert r.code == 6
     assert "MEDIUM-1 marked FIX, but the change has not moved" in r.stderr
+    r = cli("review", cwd=project)
+    assert r.code == 6
+    assert "implementation round 1 cannot be approved yet" in r.stderr
+    assert "apply the fixes, then plan-build review.repeat" in r.stderr
 
     (project / "app.py").write_text("def page(limit):\n    return max(0, min(limit, 100))\n")
     r = cli("review.status", cwd=project)
@@ -696,3 +700,65 @@ def test_the_review_directory_is_never_removed_wholesale(cli, stubs, project: Pa
     assert cli("review.done", cwd=project).code == 0
     assert (project / ".claude" / "codex-review" / "notes.txt").read_text() == "mine\n"
     assert git(project, "status", "--porcelain").strip().startswith("??")
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_stopping_a_review_kills_codex_and_keeps_nothing_half_done(
+    stubs, project: Path, signame: str
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    stubs.rule("codex", codex_rule(PLAN_REVIEW, sleep=60, ignore_sigterm=True))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "plan_build", "review.plan", "--plan", "../plan.md"],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    deadline = time.monotonic() + 30
+    while not [c for c in stubs.calls("codex") if c["argv"][0] == "exec"]:
+        assert time.monotonic() < deadline, "codex was never started"
+        time.sleep(0.05)
+    codex_pid = next(c for c in stubs.calls("codex") if c["argv"][0] == "exec")["pid"]
+    proc.send_signal(getattr(signal, signame))
+    _, err = proc.communicate(timeout=30)
+
+    assert proc.returncode == 130
+    assert "stopped: plan round 1 stays unreviewed; no review file was written" in err
+    wf = only_workflow(project)
+    assert not (wf / ".lock").exists()
+    assert not (wf / "artifacts" / "plan-review-r1.md").exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(codex_pid, 0)
+
+
+def test_an_unowned_workflow_is_claimed_by_the_session_that_uses_it(
+    cli, stubs, repo: Path, private_home: Path
+) -> None:
+    (repo.parent / "plan.md").write_text(PLAN)
+    stubs.rule("codex", codex_rule(PLAN_REVIEW))
+    assert cli("review.plan", "--plan", "../plan.md", cwd=repo).code == 6
+    wf = only_workflow(repo)
+    assert "owner_session_id" not in json.loads((wf / "workflow.json").read_text())
+    claude_session(private_home, repo)
+    r = cli("review.status", cwd=repo)
+    assert r.code == 0
+    assert f"now belongs to Claude session {SESSION_ID}" in r.stderr
+    state = json.loads((wf / "workflow.json").read_text())
+    assert state["owner_session_id"] == SESSION_ID
+    assert state["owner_project_key"] == "".join(c if c.isalnum() else "-" for c in str(repo))
+
+
+def test_plan_review_refuses_a_workflow_in_implementation(cli, stubs, project: Path) -> None:
+    to_implementation(cli, stubs, project)
+    r = cli("review.plan", cwd=project)
+    assert r.code == 2
+    assert "is past planning (implementation round 1)" in r.stderr
+    assert "review.impl" in r.stderr

@@ -92,10 +92,13 @@ def _describe(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> None:
     ctx.console.say(f"workflow {wf.id} · {label} · step {view.step.value}")
     ctx.console.say(f"  review    {ctx.rel(view.review_path)}")
     ctx.console.say(f"  findings  {ctx.rel(view.findings_path)}")
-    found = problems(ctx, view, record_of(view))
+    found, _ = transitions.gate(ctx, view)
     hard = [p for p in found if not p.waivable]
     if hard:
-        raise transitions.blocked(f"{label} is waiting for decisions", hard)
+        waiting = (
+            "is waiting for decisions" if view.step == Step.REVIEW else "cannot be approved yet"
+        )
+        raise transitions.blocked(f"{label} {waiting}", hard)
     for p in found:
         ctx.console.say(f"  note: {p.text}")
     ctx.console.say(
