@@ -69,9 +69,10 @@ def _list(tool: str, env: Mapping[str, str], cwd: Path) -> tuple[Any, str | None
 
 def claude_checks(plugins: list[str], env: Mapping[str, str], cwd: Path) -> list[Check]:
     data, problem, fix = _list("claude", env, cwd)
-    entries: list[Any] = []
+    entries: Any = []
     if problem is None:
-        entries = data.get("installed", []) if isinstance(data, dict) else data
+        # --available wraps the same list in {"installed": [...], "available": [...]}
+        entries = data.get("installed") if isinstance(data, dict) else data
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
             problem = "`claude plugin list --json` did not print a list of plugins"
             fix = "update Claude Code (npm install -g @anthropic-ai/claude-code)"

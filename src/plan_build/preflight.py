@@ -309,7 +309,7 @@ def render_ready(report: Report, session: Session) -> str:
 def settle(report: Report, session: Session, opts: Options) -> Report:
     """Print the report; resolve memory failures by asking; raise when the launch is blocked."""
     con = session.console
-    if report.ok and _tty(con.stream):
+    if report.ok and _tty(con.stream) and all(c.status == "pass" for c in report.checks):
         con.say(render_ready(report, session))
     else:
         con.say(render(report, session))
