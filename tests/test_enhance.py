@@ -554,3 +554,42 @@ def test_the_rewrite_instruction_matches_its_golden_file(indexing: bool) -> None
         golden.write_text(text, encoding="utf-8")
     assert text == golden.read_text(encoding="utf-8")
     assert "````text\n" + payload + "````" in text
+
+
+def test_a_second_signal_during_cleanup_does_not_cut_it_short() -> None:
+    cleaned = []
+
+    def interrupted_step() -> None:
+        with enhance.interruptible():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                threading.Event().wait(2)  # the handler raises before this returns
+            finally:
+                os.kill(os.getpid(), signal.SIGINT)  # the user presses Ctrl-C again
+                threading.Event().wait(0.1)
+                cleaned.append(True)
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted_step()
+    assert cleaned == [True]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_the_terminal_mode_is_put_back_after_an_interruption() -> None:
+    import pty
+    import termios
+    import tty
+
+    master, slave = pty.openpty()
+
+    def editor_killed_mid_screen(stream: Any) -> None:
+        with enhance.interruptible(stream):
+            tty.setraw(slave)  # what an editor does
+            raise KeyboardInterrupt
+
+    with os.fdopen(slave, "r") as stream:
+        before = termios.tcgetattr(slave)
+        with pytest.raises(KeyboardInterrupt):
+            editor_killed_mid_screen(stream)
+        assert termios.tcgetattr(slave) == before
+    os.close(master)
