@@ -593,3 +593,14 @@ def test_the_terminal_mode_is_put_back_after_an_interruption() -> None:
             editor_killed_mid_screen(stream)
         assert termios.tcgetattr(slave) == before
     os.close(master)
+
+
+def test_a_change_made_before_a_timeout_is_caught_too(repo: Path, stubs: Stubs) -> None:
+    stubs.rule(
+        "auggie",
+        {"match": ["--print"], "sleep": 30, "write": {str(repo / "new.py"): "print(1)\n"}},
+    )
+    with pytest.raises(PlanBuildError) as err:
+        Harness(["y"]).run(repo, timeout=1)
+    assert err.value.code == ExitCode.BLOCKED
+    assert "new.py" in err.value.what

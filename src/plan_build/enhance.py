@@ -353,6 +353,8 @@ def run_auggie(
                 heartbeat_every=HEARTBEAT_EVERY,
             )
         except proc.CommandTimeout:
+            if guard is not None:
+                guard.check()
             raise EnhanceFailure(
                 f"Auggie did not answer within {timeout:g}s and was stopped",
                 "check your network, or raise enhance.timeout in .plan-build.yaml",
