@@ -214,3 +214,12 @@ def test_prompt_without_a_terminal_stops_before_auggie_runs(cli, ready: Path, st
     assert "terminal" in r.stderr
     assert [c for c in stubs.calls("auggie") if "--print" in c["argv"]] == []
     assert launched(stubs) == []
+
+
+def test_a_request_too_large_for_one_argument_is_refused_before_launch(
+    cli, ready: Path, stubs: Stubs
+) -> None:
+    r = cli("plan", "--dry-run", cwd=ready, input="x" * 140_000 + "\nEOF\n")
+    assert r.code == 2
+    assert "at most 128 KiB" in r.stderr
+    assert launched(stubs) == []
