@@ -7,20 +7,12 @@ The workflow is found from the current Claude Code session; `--workflow ID` over
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from invoke.collection import Collection
 
-from plan_build import cli
+from plan_build.cli import command
 from plan_build.context import Session
-
-
-def command(**kwargs: Any) -> Callable[[Callable[..., None]], Any]:
-    """plan-build's strict @command, typed for mypy."""
-    decorator: Callable[[Callable[..., None]], Any] = cli.command(**kwargs)
-    return decorator
-
 
 WORKFLOW = "act on this workflow id instead of the current Claude session's workflow"
 FOCUS = "extra focus for this round's review (the first review.plan also records it as the task)"
