@@ -285,7 +285,7 @@ def test_impl_from_an_approvable_plan_round_advances_and_reviews(cli, stubs, pro
     record = json.loads((wf / "artifacts" / "implement-round-r1.json").read_text())
     assert len(record["reviewed_tree"]) == 40
     assert record["reviewers"]["coderabbit"]["status"] == "ok"
-    [review] = [c for c in stubs.calls("coderabbit") if c["argv"][0] == "review"]
+    [review] = [c for c in stubs.calls("coderabbit") if c["argv"][:2] == ["review", "--agent"]]
     assert review["argv"] == ["review", "--agent", "--uncommitted"]
     assert review["cwd"] == str(project)
 
@@ -439,6 +439,7 @@ def test_coderabbit_plain_output_from_an_older_cli(cli, stubs, project: Path) ->
     assert r.code == 6
     [call] = [c for c in stubs.calls("coderabbit") if c["argv"][0] == "review"]
     assert call["argv"] == ["review", "--plain", "--type", "uncommitted", "--no-color"]
+    assert call["cwd"] == str(project)
     review = (wf / "artifacts" / "implement-review-r1.md").read_text()
     assert "- [MEDIUM-2] `app.py:1-3` Unvalidated input reaches the query." in review
     assert "- [LOW-1] `app.py:9` Prefer f-strings." in review
@@ -762,3 +763,16 @@ def test_plan_review_refuses_a_workflow_in_implementation(cli, stubs, project: P
     assert r.code == 2
     assert "is past planning (implementation round 1)" in r.stderr
     assert "review.impl" in r.stderr
+
+
+def test_new_files_are_included_when_coderabbit_supports_it(cli, stubs, project: Path) -> None:
+    to_implementation(cli, stubs, project)
+    (project / "new_module.py").write_text("x = 1\n")
+    stubs.rule("codex", codex_rule(CLEAN))
+    for rule in reversed(rabbit_agent(rabbit_complete())):
+        stubs.rule("coderabbit", rule)
+    help_text = "Options:\n  --uncommitted\n  --include-untracked  Include untracked files\n"
+    stubs.rule("coderabbit", {"match": ["review", "--help"], "stdout": help_text})
+    assert cli("review.impl", cwd=project).code == 0
+    [review] = [c for c in stubs.calls("coderabbit") if c["argv"][:2] == ["review", "--agent"]]
+    assert review["argv"] == ["review", "--agent", "--uncommitted", "--include-untracked"]

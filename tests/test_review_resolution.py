@@ -199,3 +199,23 @@ def test_committed_review_state_is_left_out_too(repo: Path) -> None:
     state.write_text('{"round": 2}')
     assert fingerprint(r, repo) == before
     assert ".claude" not in r.git("ls-tree", "--name-only", before).stdout
+
+
+def test_a_projects_plans_directory_setting_is_honoured(private_home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    (project / ".claude").mkdir(parents=True)
+    (project / ".claude" / "settings.json").write_text('{"plansDirectory": "docs/plans"}')
+    plan = project / "docs" / "plans" / "paginate.md"
+    plan.parent.mkdir(parents=True)
+    plan.write_text("# in-project plan\n")
+    outside = project / "docs" / "notes.md"
+    outside.write_text("# not a plan\n")
+    write_transcript(
+        private_home,
+        str(project),
+        [
+            {"timestamp": "2026-11-30T10:00:00Z", "toolUseResult": {"filePath": str(plan)}},
+            {"timestamp": "2026-11-30T10:01:00Z", "toolUseResult": {"filePath": str(outside)}},
+        ],
+    )
+    assert native_plan(env(private_home), session(cwd=str(project))) == plan

@@ -1,7 +1,8 @@
 """CodeRabbit as a reviewer of the local change.
 
 It runs in the repository root (never `--cwd`, which newer CLIs dropped): `coderabbit review
---agent --uncommitted` on CLI 0.4 and later, whose NDJSON events plan-build reads, and
+--agent --uncommitted` on CLI 0.4 and later, whose NDJSON events plan-build reads (plus
+`--include-untracked` when `coderabbit review --help` lists it, so new files are reviewed), and
 `coderabbit review --plain --type uncommitted --no-color` before that. Both output forms are
 accepted from either command. A review can take up to 30 minutes; a heartbeat shows it is
 alive. Authentication failures, rate limits, timeouts and "nothing to review" are `skipped`
@@ -50,9 +51,20 @@ def version(env: Mapping[str, str], cwd: Path) -> tuple[int, ...] | None:
     return tuple(int(g) for g in m.groups() if g is not None)
 
 
-def command(ver: tuple[int, ...] | None) -> list[str]:
+def supports_untracked(env: Mapping[str, str], cwd: Path) -> bool:
+    """Whether `coderabbit review` knows --include-untracked (current CLIs leave raw untracked
+    files out of --uncommitted without it)."""
+    try:
+        r = proc.run(["coderabbit", "review", "--help"], cwd=cwd, env=env, timeout=30)
+    except (proc.CommandTimeout, proc.CommandNotFound):
+        return False
+    return "--include-untracked" in r.stdout + r.stderr
+
+
+def command(ver: tuple[int, ...] | None, *, untracked: bool = False) -> list[str]:
     if ver is not None and ver >= AGENT_SINCE:
-        return ["coderabbit", "review", "--agent", "--uncommitted"]
+        argv = ["coderabbit", "review", "--agent", "--uncommitted"]
+        return [*argv, "--include-untracked"] if untracked else argv
     return ["coderabbit", "review", "--plain", "--type", "uncommitted", "--no-color"]
 
 
@@ -185,7 +197,9 @@ def review(
 ) -> Outcome:
     if proc.which("coderabbit", env) is None:
         return Outcome("coderabbit", "skipped", "coderabbit is not installed (not on PATH)")
-    argv = command(version(env, cwd))
+    ver = version(env, cwd)
+    agent = ver is not None and ver >= AGENT_SINCE
+    argv = command(ver, untracked=agent and supports_untracked(env, cwd))
     try:
         result = proc.run(
             argv, cwd=cwd, env=env, timeout=timeout, heartbeat=beat, heartbeat_every=beat_every
