@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from plan_build.errors import ExitCode, PlanBuildError
@@ -61,9 +61,11 @@ def unavailable(what: str, fix: str | None = None) -> PlanBuildError:
     return PlanBuildError(what, fix, code=ExitCode.PREFLIGHT)
 
 
-def checkpoint(step: str) -> None:
-    """A named point in staging and activation.
+# Called at every named step of staging, activation and collection. Empty in normal runs;
+# the kill-injection tests add a hook that SIGKILLs the process exactly at one step.
+checkpoint_hooks: list[Callable[[str], None]] = []
 
-    It does nothing. The kill-injection tests replace it to SIGKILL the process exactly at
-    `step`, proving that every interruption leaves a complete release active.
-    """
+
+def checkpoint(step: str) -> None:
+    for hook in checkpoint_hooks:
+        hook(step)

@@ -38,28 +38,31 @@ def activate(store: Store, source: fetch.Source, pin: str | None) -> Activation:
     is removed now, or by the next run if this process was killed.
     """
     store.ensure()
-    with store.locked():
-        reaped = tuple(store.reap())
-        checkpoint("reaped")
-        try:
-            stage = fetch.stage(source, store.releases, pin)
-        except OSError as exc:
-            raise os_error(exc, store.releases, "stage the release") from None
-        checkpoint("staged")
-        try:
-            checked = validate(stage, where=source.text)
-            checkpoint("validated")
-            if pin is not None and checked.manifest.digest != pin:
-                raise invalid(
-                    f"digest mismatch for {source.text}: pinned {pin}, "
-                    f"got {checked.manifest.digest}",
-                    "nothing was activated; check the source or the pin",
-                )
-            installed = store.publish(stage, checked.manifest)
-        except BaseException:
-            disk.remove_tree(stage)
-            raise
-        previous = store.switch(checked.manifest.id, action="activate", source=source.text)
+    try:
+        with store.locked():
+            return _activate_locked(store, source, pin)
+    except OSError as exc:  # ENOSPC, EROFS, EACCES … while staging or switching
+        raise os_error(exc, store.root, "activate the release") from None
+
+
+def _activate_locked(store: Store, source: fetch.Source, pin: str | None) -> Activation:
+    reaped = tuple(store.reap())
+    checkpoint("reaped")
+    stage = fetch.stage(source, store.releases, pin)
+    checkpoint("staged")
+    try:
+        checked = validate(stage, where=source.text)
+        checkpoint("validated")
+        if pin is not None and checked.manifest.digest != pin:
+            raise invalid(
+                f"digest mismatch for {source.text}: pinned {pin}, got {checked.manifest.digest}",
+                "nothing was activated; check the source or the pin",
+            )
+        installed = store.publish(stage, checked.manifest)
+    except BaseException:
+        disk.remove_tree(stage)
+        raise
+    previous = store.switch(checked.manifest.id, action="activate", source=source.text)
     return Activation(
         id=checked.manifest.id,
         digest=checked.manifest.digest,

@@ -324,6 +324,14 @@ def _top_level(names: list[str]) -> list[str]:
 
 
 def build(checkout: Path, out: Path, *, python: str = sys.executable) -> Built:
+    from plan_build.release.binding import running_bundle
+    from plan_build.resources import PACKAGE_DIR
+
+    if running_bundle(PACKAGE_DIR) is not None:
+        raise unavailable(
+            "release.build needs the checkout's own Python environment, not a release",
+            "in the checkout run: inv release.build (or .venv/bin/plan-build release.build)",
+        )
     templates = check_checkout(checkout)
     version = checkout_version(checkout)
     try:

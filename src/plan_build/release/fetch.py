@@ -254,6 +254,7 @@ def _download(url: str, releases: Path) -> Path:
             try:
                 response = opener.open(url, timeout=DOWNLOAD_TIMEOUT)
             except urllib.error.HTTPError as exc:
+                exc.close()  # it holds the connection open
                 raise unavailable(
                     f"cannot download {url}: HTTP {exc.code} {exc.reason}", "check the URL"
                 ) from None

@@ -322,6 +322,7 @@ class Store:
                 "pid": os.getpid(),
             }
         )
+        checkpoint("logged")
         return previous
 
     def _log(self, entry: dict[str, object]) -> None:
@@ -356,7 +357,10 @@ class Store:
 
         current = self.current_id()
         last = self.last_activations()
+        # Most recently active first: the log's order, not its timestamps (seconds tie).
+        rank = {str(e["id"]): n for n, e in enumerate(self.history())}
         rows = []
+        keys: dict[str, tuple[int, int]] = {}
         for release_id in self.release_ids():
             path = self.releases / release_id
             size = 0
@@ -364,7 +368,9 @@ class Store:
                 for name in files:
                     with contextlib.suppress(OSError):
                         size += (Path(top) / name).lstat().st_size
-            stamp = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+            mtime = path.stat().st_mtime_ns
+            keys[release_id] = (rank.get(release_id, -1), mtime)
+            stamp = dt.datetime.fromtimestamp(mtime / 1e9, dt.UTC)
             rows.append(
                 ReleaseInfo(
                     id=release_id,
@@ -377,7 +383,7 @@ class Store:
                     last_activated=last.get(release_id),
                 )
             )
-        rows.sort(key=lambda r: (r.last_activated or r.installed, r.installed), reverse=True)
+        rows.sort(key=lambda r: keys[r.id], reverse=True)
         return rows
 
     def previous_id(self) -> str | None:

@@ -253,9 +253,10 @@ def install(c: Any, bin_dir: str | None = None, force: bool = False, json: bool 
     say = session.console.say
     for backup in result.backups:
         say(f"kept the old file as {_home_short(session, backup)}")
+    home = str(session.home).rstrip("/") + "/"
     if result.changed:
         for line in result.changed:
-            say(f"installed {_home_short(session, line.split(' ', 1)[1])}")
+            say("installed " + line.split(" ", 1)[1].replace(home, "~/"))
     else:
         say("already installed · nothing changed")
     if not result.on_path:
