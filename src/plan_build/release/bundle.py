@@ -332,6 +332,7 @@ def build(checkout: Path, out: Path, *, python: str = sys.executable) -> Built:
             "release.build needs the checkout's own Python environment, not a release",
             "in the checkout run: inv release.build (or .venv/bin/plan-build release.build)",
         )
+    checkout, out = Path(os.path.abspath(checkout)), Path(os.path.abspath(out))
     templates = check_checkout(checkout)
     version = checkout_version(checkout)
     try:

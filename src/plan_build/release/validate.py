@@ -4,10 +4,13 @@ matter, templates that parse, and a zipapp that compiles and answers `--version`
 
 from __future__ import annotations
 
+import importlib.util
+import marshal
 import os
 import re
 import stat
 import sys
+import types
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,10 +140,14 @@ def check_pyz(pyz: Path, where: str) -> str:
             names = archive.namelist()
             if "__main__.py" not in names or "plan_build/__init__.py" not in names:
                 raise invalid(f"{where}: {PYZ} is not a plan-build zipapp", "rebuild the bundle")
+            present = set(names)
             for name in names:
                 if not name.endswith(".py"):
                     continue
                 source = archive.read(name)
+                pyc = archive.read(name + "c") if name + "c" in present else None
+                if _bytecode_matches(source, pyc):
+                    continue
                 try:
                     compile(source, f"{PYZ}/{name}", "exec", dont_inherit=True)
                 except (SyntaxError, ValueError) as exc:
@@ -155,6 +162,22 @@ def check_pyz(pyz: Path, where: str) -> str:
     if not version:
         raise invalid(f"{where}: {PYZ} carries no plan_build version", "rebuild the bundle")
     return version
+
+
+def _bytecode_matches(source: bytes, pyc: bytes | None) -> bool:
+    """True when `pyc` is loadable bytecode of exactly `source` for this interpreter: the
+    source compiled when the bundle was built, so compiling it again proves nothing new."""
+    if pyc is None or len(pyc) < 16 or pyc[:4] != importlib.util.MAGIC_NUMBER:
+        return False
+    if int.from_bytes(pyc[4:8], "little") & 1 == 0:  # not hash-based
+        return False
+    if pyc[8:16] != importlib.util.source_hash(source):
+        return False
+    try:
+        # The manifest already vouched for these bytes, and --version executes them next.
+        return isinstance(marshal.loads(pyc[16:]), types.CodeType)  # noqa: S302
+    except (EOFError, ValueError, TypeError):
+        return False
 
 
 def check_runs(pyz: Path, version: str, where: str, python: str) -> None:
