@@ -57,13 +57,19 @@ def manifest_text(files: dict[str, bytes]) -> str:
     return "".join(f"{sha(files[rel])}  {rel}\n" for rel in sorted(files))
 
 
+def zip_entry(name: str) -> zipfile.ZipInfo:
+    return zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+
+
 def fake_files(marker: str, version: str = "9.0.0") -> dict[str, bytes]:
     """The files of a tiny but valid bundle; every file carries `marker` (its generation)."""
     buf = io.BytesIO()
     buf.write(b"#!/usr/bin/env python3\n")
-    with zipfile.ZipFile(buf, "w") as archive:
-        archive.writestr("__main__.py", FAKE_MAIN + f"# {marker}\n")
-        archive.writestr("plan_build/__init__.py", f'__version__ = "{version}"\n# {marker}\n')
+    with zipfile.ZipFile(buf, "w") as archive:  # fixed timestamps: same marker, same bytes
+        archive.writestr(zip_entry("__main__.py"), FAKE_MAIN + f"# {marker}\n")
+        archive.writestr(
+            zip_entry("plan_build/__init__.py"), f'__version__ = "{version}"\n# {marker}\n'
+        )
     return {
         "plan-build.pyz": buf.getvalue(),
         "SKILL.md": SKILL.format(name="plan-build", marker=marker).encode(),
