@@ -15,7 +15,6 @@ import contextlib
 import json
 import logging
 import os
-import secrets
 import sys
 import time
 from dataclasses import dataclass
@@ -105,7 +104,7 @@ def hold(release: Path) -> Lease | None:
     try:
         if not (release / MANIFEST).is_file():
             return None  # collected before we got here: using it fails loudly later
-        path = root / "leases" / f"{os.getpid()}-{secrets.token_hex(4)}.lease"
+        path = root / "leases" / f"{os.getpid()}-{os.urandom(4).hex()}.lease"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX)
         info = {"pid": os.getpid(), "release": release.name, "started": time.time()}
