@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from invoke.collection import Collection
 
-from plan_build.tasks import enhance, review, session
+from plan_build.tasks import enhance, release, review, session
 
 namespace = Collection()
 for _task in session.TASKS:
     namespace.add_task(_task)
 namespace.add_task(enhance.enhance)
 namespace.add_collection(review.collection)
+namespace.add_collection(release.ns)
 
 # No task's stdin is ever forwarded to a child process by invoke.
 namespace.configure({"run": {"in_stream": False}})
