@@ -131,6 +131,13 @@ def busy_state(repo: Repo) -> str | None:
     return None
 
 
+def unmerged_paths(repo: Repo) -> list[str]:
+    """Paths with conflict stages in the index (read from the index alone: no work-tree scan)."""
+    out = repo.git("ls-files", "--unmerged", "-z").stdout
+    paths = [rec.split("\t", 1)[1] for rec in out.split("\0") if "\t" in rec]
+    return sorted(set(paths))
+
+
 def require_settled(repo: Repo, doing: str) -> None:
     """Refuse while git is in the middle of something: the trees would not mean what they say."""
     busy = busy_state(repo)
@@ -140,7 +147,7 @@ def require_settled(repo: Repo, doing: str) -> None:
             "finish it (git status shows how) or abort it, then run this again",
             code=ExitCode.BLOCKED,
         )
-    unmerged = repo.unmerged_paths()
+    unmerged = unmerged_paths(repo)
     if unmerged:
         shown = ", ".join(unmerged[:5]) + (" …" if len(unmerged) > 5 else "")
         raise PlanBuildError(
@@ -148,6 +155,15 @@ def require_settled(repo: Repo, doing: str) -> None:
             "resolve the conflicts and git add the files (or abort the operation), then retry",
             code=ExitCode.BLOCKED,
         )
+
+
+def head_and_tree(repo: Repo) -> tuple[str | None, str]:
+    """HEAD's commit and tree in one git call; (None, empty tree) on an unborn branch."""
+    r = repo.git("rev-parse", "HEAD^{commit}", "HEAD^{tree}", "--", check=False)
+    lines = r.stdout.split()
+    if r.ok and len(lines) >= 2:
+        return lines[0], lines[1]
+    return None, snapshot.EMPTY_TREE
 
 
 def _pin_env() -> dict[str, str]:
@@ -171,17 +187,16 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
     """
     sid = validate_id(session_id) if session_id is not None else new_id()
     require_settled(repo, "take a session baseline")
-    if meta_path(repo, sid).exists() or _ref_target(repo, REF_PREFIX + sid):
+    if session_id is not None and (
+        meta_path(repo, sid).exists() or _ref_target(repo, REF_PREFIX + sid)
+    ):
         raise PlanBuildError(
             f"session {sid} already has a baseline",
             "choose another id, or leave the id out and plan-build picks a new one",
             code=ExitCode.USAGE,
         )
-    head = repo.head()
+    head, head_tree = head_and_tree(repo)
     branch = repo.branch()
-    head_tree = (
-        repo.git("rev-parse", f"{head}^{{tree}}").stdout.strip() if head else snapshot.EMPTY_TREE
-    )
     snap = snapshot.capture(repo)
     if repo.head() != head:
         raise PlanBuildError(
@@ -202,19 +217,27 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
         pin="",
         mode=mode,
     )
-    born = [head] if head else []
-    staged_commit = _commit_tree(
-        repo, snap.staged_tree, born, f"plan-build session {sid}: staged tree\n"
-    )
+    parents = [head] if head else []
+    if snap.staged_tree != head_tree:  # keep the staged tree reachable too
+        parents.append(
+            _commit_tree(
+                repo, snap.staged_tree, parents[:1], f"plan-build session {sid}: staged tree\n"
+            )
+        )
     meta = json.dumps({k: v for k, v in base.as_json().items() if k != "pin"}, sort_keys=True)
     pin = _commit_tree(
-        repo,
-        snap.worktree_tree,
-        [*born, staged_commit],
-        f"plan-build session {sid}: baseline\n\n{meta}\n",
+        repo, snap.worktree_tree, parents, f"plan-build session {sid}: baseline\n\n{meta}\n"
     )
     base = replace(base, pin=pin)
-    repo.git("update-ref", "-m", f"plan-build baseline {sid}", base.ref, pin, ZERO_OID)
+    pinned = repo.git(
+        "update-ref", "-m", f"plan-build baseline {sid}", base.ref, pin, ZERO_OID, check=False
+    )
+    if not pinned.ok:  # the ref appeared meanwhile: never overwrite another session's pin
+        raise PlanBuildError(
+            f"session {sid} already has a baseline",
+            "leave the id out and plan-build picks a new one",
+            code=ExitCode.USAGE,
+        )
     save(repo, base)
     return base
 

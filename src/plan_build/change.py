@@ -45,20 +45,26 @@ def git_bytes(
     ).stdout
 
 
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
 def display_path(path: str) -> str:
-    """A path as a user can read it on one line (control characters and bad bytes escaped)."""
-    raw = os.fsencode(path)
-    text = raw.decode("utf-8", "replace")
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text) or '"' in text or "\ufffd" in text:
-        return (
-            '"'
-            + raw.decode("utf-8", "backslashreplace")
-            .encode("unicode_escape")
-            .decode("ascii")
-            .replace('"', '\\"')
-            + '"'
-        )
-    return text
+    """A path as a user can read it on one line: control characters and bad bytes escaped,
+    and then the whole name quoted (as git quotes such names)."""
+    if not any(ord(ch) < 32 or ord(ch) == 127 or 0xDC80 <= ord(ch) <= 0xDCFF for ch in path):
+        return path
+    out = []
+    for ch in path:
+        code = ord(ch)
+        if ch in _NAMED:
+            out.append(_NAMED[ch])
+        elif 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code < 32 or code == 127:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CANARY_PATH = "plan-build-canary.txt"
+BASELINE_FILE = ".secrets.baseline"
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def _known_hashes(root: Path | None) -> dict[str, set[str]]:
     """Secrets a committed `.secrets.baseline` already accepts, per file."""
     if root is None:
         return {}
-    path = root / ".secrets.baseline"
+    path = root / BASELINE_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         results = data.get("results", {})
@@ -96,7 +97,9 @@ def scan(
         if unwanted:
             settings.disable_filters(*unwanted)
         for path, lines in added.items():
-            if not lines or filtered_out(required_filter_parameters=["filename"], filename=path):
+            if path == BASELINE_FILE or not lines:
+                continue  # the baseline holds hashes of accepted secrets, as detect-secrets does
+            if filtered_out(required_filter_parameters=["filename"], filename=path):
                 continue
             for secret in process(list(lines), filename=path):
                 if secret.secret_hash in known.get(path, set()):

@@ -1,7 +1,7 @@
 """Snapshots of a work tree as git tree objects, without touching the user's index or files.
 
-A temporary index (GIT_INDEX_FILE) seeded from the real one takes `git add -A`, so the tree
-includes untracked files that are not ignored. The user's index and work tree stay
+A temporary index (GIT_INDEX_FILE) seeded from a copy of the real one takes `git add -A`, so
+the tree includes untracked files that are not ignored. The user's index and work tree stay
 byte-identical; GIT_OPTIONAL_LOCKS=0 keeps git from refreshing the real index. Seeding from
 the real index is only a speed-up (its stat data lets git skip unchanged files); the tree
 written from it never depends on what the seed contained.
@@ -44,7 +44,9 @@ def temp_index(
         if seed == "user":
             real = index_file(repo)
             if real.exists():
-                shutil.copyfile(real, index)
+                # copy2 keeps the index's mtime: git compares it with each entry's mtime to
+                # re-check "racily clean" files, and a fresh mtime would hide such edits.
+                shutil.copy2(real, index)
         elif seed != "empty":
             repo.git("read-tree", seed, env=env)
         yield env
