@@ -121,3 +121,12 @@ def test_parse_added_counts_lines_by_hunk_header() -> None:
         "x.md": [(2, "++ not a header"), (3, "@@ -1 +1 @@"), (4, "diff --git a/y b/y")],
         "sp ace\n": [(1, "token")],
     }
+
+
+def test_objects_with_newlines_in_their_path_are_reported_missing_not_misread(
+    session: Path,
+) -> None:
+    r = gitrepo.discover(session)
+    head = git(session, "rev-parse", "HEAD^{tree}").strip()
+    got = change.read_objects(r, [f"{head}:app.py", f"{head}:a\nb", f"{head}:nope"])
+    assert got == [b"a = 1\nb = 2\n", None, None]

@@ -631,3 +631,32 @@ def test_no_code_path_pushes(shop: Path, cli, tmp_path: Path) -> None:
     assert not [
         p for p in source.rglob("*.py") if '"push"' in p.read_text() or "'push'" in p.read_text()
     ]
+
+
+def test_on_a_terminal_the_user_writes_the_message_and_approves(shop: Path, tmp_path: Path) -> None:
+    from tests.support.pty_run import run_on_pty
+
+    start(shop)
+    (shop / "c.txt").write_text(numbered(l1="S"))
+    verified(shop)
+    editor = tmp_path / "editor.py"
+    editor.write_text(
+        "import sys\n"
+        "text = open(sys.argv[1]).read()\n"
+        "open(sys.argv[1], 'w').write('Paginate the audit log\\n' + text)\n"
+    )
+    env = {**os.environ, "EDITOR": f"{sys.executable} {editor}"}
+    argv = [sys.executable, "-m", "plan_build", "commit"]
+
+    stopped = run_on_pty(argv, cwd=shop, env=env, typed=[("Nothing is pushed.", "\n")])
+    assert stopped.code == ExitCode.APPROVAL  # Enter takes the safe default: no
+    assert "Create this commit on main? Nothing is pushed. [y]es · [n]o (default)" in (
+        stopped.output
+    )
+    assert git(shop, "rev-list", "--count", "HEAD").strip() == "2"
+
+    done = run_on_pty(argv, cwd=shop, env=env, typed=[("Nothing is pushed.", "y\n")])
+    assert done.code == 0, done.output
+    assert "    Paginate the audit log" in done.output  # the summary shows the message
+    assert "committed" in done.output
+    assert git(shop, "log", "-1", "--format=%s").strip() == "Paginate the audit log"

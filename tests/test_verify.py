@@ -341,3 +341,12 @@ def test_uncommitted_work_inside_a_submodule_is_a_warning(repo: Path, tmp_path: 
     assert check.status == "warn"
     assert "lib" in check.detail
     assert report.ok
+
+
+def test_head_moved_is_flagged_before_commit_refuses(session: Path) -> None:
+    (session / "x.txt").write_text("x\n")
+    git(session, "add", "x.txt")
+    git(session, "commit", "-qm", "moved")
+    check = by_id(run(session))["change.head"]
+    assert check.status == "warn"
+    assert "plan-build commit will refuse" in check.detail

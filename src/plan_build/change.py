@@ -307,6 +307,10 @@ def added_lines(repo: Repo, old: str, new: str) -> dict[str, list[tuple[int, str
 
 def read_objects(repo: Repo, specs: Sequence[str]) -> list[bytes | None]:
     """Contents of objects (ids or `tree:path`), None for missing ones, in one git call."""
+    askable = [s for s in specs if "\n" not in s]  # the batch protocol is line-based
+    if len(askable) < len(specs):
+        answers = iter(read_objects(repo, askable))
+        return [None if "\n" in s else next(answers) for s in specs]
     if not specs:
         return []
     data = git_bytes(

@@ -612,7 +612,14 @@ def _publish(repo: Repo, plan: Plan, message: str, env: Mapping[str, str]) -> Ou
                 code=ExitCode.BLOCKED,
             )
         _checkpoint("after-update-ref")
-        _sync_index(repo, plan.index_entries)
+        try:
+            _sync_index(repo, plan.index_entries)
+        except PlanBuildError as exc:
+            raise PlanBuildError(
+                f"committed {commit[:12]}, but your index could not be updated yet: {exc.what}",
+                "run plan-build commit again: it only finishes the index update",
+                code=ExitCode.BLOCKED,
+            ) from exc
         baseline_mod.mark_committed(repo, base, commit)
         pending.unlink(missing_ok=True)
     return Outcome(commit, base.branch, plan, message, interrupted=bool(caught))

@@ -502,6 +502,15 @@ def run(
         change_mod.added_lines(repo, base.worktree_tree, change.tree) if not change.empty else {}
     )
     rows = [check_change(change)]
+    if repo.head() != base.head:
+        rows.append(
+            Check(
+                "change.head",
+                "warn",
+                "HEAD moved since the session baseline: plan-build commit will refuse",
+                "commit by hand, or move HEAD back to the baseline commit",
+            )
+        )
     rows += checks.run_concurrently(
         [
             lambda: check_diff(repo, change),
