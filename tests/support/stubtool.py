@@ -8,7 +8,9 @@ reproduce the real CLIs' output shapes (docs: shared/docs/agent-cli-facts.md).
 A rule: {"match": [...], "stdout": str, "stderr": str, "exit": int, "sleep": seconds,
 "ignore_sigterm": bool, "grandchild": bool (spawn a long-lived grandchild that ignores
 SIGTERM and write its pid to $STUB_HOME/<tool>.grandchild), "write": {path: text},
-"stdout_file": path (answer with a file's text)}.
+"stdout_file": path (answer with a file's text), "stdout_hex": hex (answer with these raw
+bytes, e.g. invalid UTF-8), "copy_flag_file": {flag: path} (copy the file named by the
+argument after `flag`, e.g. an instruction file, to `path` before answering)}.
 """
 
 from __future__ import annotations
@@ -147,12 +149,19 @@ def main(tool: str) -> None:
     for path, text in dict(rule.get("write") or {}).items():  # type: ignore[call-overload]
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(str(text), encoding="utf-8")
+    for flag, dest in dict(rule.get("copy_flag_file") or {}).items():  # type: ignore[call-overload]
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            Path(dest).write_bytes(Path(argv[argv.index(flag) + 1]).read_bytes())
     if rule.get("sleep"):
         time.sleep(float(rule["sleep"]))  # type: ignore[arg-type]
     out = str(rule.get("stdout", ""))
     if rule.get("stdout_file"):
         out = Path(str(rule["stdout_file"])).read_text(encoding="utf-8")
     sys.stdout.write(out)
+    sys.stdout.flush()
+    if rule.get("stdout_hex"):
+        sys.stdout.buffer.write(bytes.fromhex(str(rule["stdout_hex"])))
+        sys.stdout.buffer.flush()
     sys.stderr.write(str(rule.get("stderr", "")))
     sys.stdout.flush()
     sys.exit(int(rule.get("exit", 0)))  # type: ignore[call-overload]

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from invoke.collection import Collection
 
-from plan_build.tasks import session
+from plan_build.tasks import enhance, session
 from plan_build.tasks import verify as verify_tasks
 
 namespace = Collection()
 for _task in session.TASKS:
     namespace.add_task(_task)
+namespace.add_task(enhance.enhance)
 for _task in verify_tasks.TASKS:
     namespace.add_task(_task)
 
