@@ -165,6 +165,72 @@ def run(
     return result
 
 
+@dataclass(frozen=True)
+class CompletedBytes:
+    """Like Completed, for output that must stay exact bytes (git blob contents)."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def run_bytes(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    input: bytes | None = None,
+    check: bool = False,
+) -> CompletedBytes:
+    """`run` for binary data: stdin and stdout are bytes, never decoded or newline-translated.
+
+    Same rules as `run`: argument list, own session, whole tree killed on timeout or Ctrl-C.
+    """
+    args = [os.fspath(a) for a in argv]
+    log.debug("run (bytes): %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
+    started = time.monotonic()
+    try:
+        child = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise CommandNotFound(args[0]) from exc
+    try:
+        out, err = child.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        _kill_tree(child)  # type: ignore[arg-type]
+        raise CommandTimeout(args, timeout) from exc
+    except BaseException:
+        if child.poll() is None:
+            _kill_tree(child)  # type: ignore[arg-type]
+        raise
+    result = CompletedBytes(
+        argv=tuple(args),
+        returncode=child.returncode,
+        stdout=out or b"",
+        stderr=(err or b"").decode("utf-8", "replace"),
+        seconds=time.monotonic() - started,
+    )
+    if check and not result.ok:
+        raise CommandFailed(
+            Completed(result.argv, result.returncode, "", result.stderr, result.seconds)
+        )
+    return result
+
+
 def _kill_tree(child: subprocess.Popen[str]) -> str:
     """Stop the child, its process group and any descendant that left the group.
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 from invoke.collection import Collection
 
 from plan_build.tasks import enhance, release, review, session
+from plan_build.tasks import verify as verify_tasks
 
 namespace = Collection()
 for _task in session.TASKS:
     namespace.add_task(_task)
 namespace.add_task(enhance.enhance)
+for _task in verify_tasks.TASKS:
+    namespace.add_task(_task)
 namespace.add_collection(review.collection)
 namespace.add_collection(release.ns)
 
