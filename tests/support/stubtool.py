@@ -7,8 +7,11 @@ reproduce the real CLIs' output shapes (docs: shared/docs/agent-cli-facts.md).
 
 A rule: {"match": [...], "stdout": str, "stderr": str, "exit": int, "sleep": seconds,
 "ignore_sigterm": bool, "grandchild": bool (spawn a long-lived grandchild that ignores
-SIGTERM and write its pid to $STUB_HOME/<tool>.grandchild), "write": {path: text},
-"stdout_file": path (answer with a file's text)}.
+SIGTERM and write its pid to $STUB_HOME/<tool>.grandchild), "write": {path: text} (a relative
+path is relative to the call's cwd), "delete": [path, ...], "write_after_flag": {flag: text}
+(write text to the path given after that flag, e.g. codex's `-o FILE`), "stdout_file": path
+(answer with a file's text), "times": n (the rule answers at most n calls, then the next
+matching rule does)}. Every call writes its pid to $STUB_HOME/<tool>.pid.
 """
 
 from __future__ import annotations
@@ -114,6 +117,25 @@ def _rules(tool: str, home: Path) -> list[dict[str, object]]:
     return rules + DEFAULTS.get(tool, [{"match": []}])
 
 
+def _pick(tool: str, home: Path, argv: list[str]) -> dict[str, object]:
+    """The first matching rule that has not used up its `times`."""
+    uses_path = home / f"{tool}.uses.json"
+    uses: dict[str, int] = json.loads(uses_path.read_text()) if uses_path.exists() else {}
+    for index, rule in enumerate(_rules(tool, home)):
+        match = list(rule["match"])  # type: ignore[call-overload]
+        if argv[: len(match)] != match:
+            continue
+        times = rule.get("times")
+        if times is not None:
+            used = uses.get(str(index), 0)
+            if used >= int(times):  # type: ignore[call-overload]
+                continue
+            uses[str(index)] = used + 1
+            uses_path.write_text(json.dumps(uses))
+        return rule
+    raise SystemExit(f"stub {tool}: no rule matches {argv}")
+
+
 def main(tool: str) -> None:
     home = Path(os.environ["STUB_HOME"])
     argv = sys.argv[1:]
@@ -127,7 +149,8 @@ def main(tool: str) -> None:
     }
     with (home / "calls.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
-    rule = next(r for r in _rules(tool, home) if argv[: len(r["match"])] == r["match"])  # type: ignore[arg-type]
+    (home / f"{tool}.pid").write_text(str(os.getpid()))
+    rule = _pick(tool, home, argv)
     if rule.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if rule.get("grandchild"):
@@ -147,6 +170,11 @@ def main(tool: str) -> None:
     for path, text in dict(rule.get("write") or {}).items():  # type: ignore[call-overload]
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(str(text), encoding="utf-8")
+    for path in list(rule.get("delete") or []):  # type: ignore[call-overload]
+        Path(path).unlink(missing_ok=True)
+    for flag, text in dict(rule.get("write_after_flag") or {}).items():  # type: ignore[call-overload]
+        if flag in argv[:-1]:
+            Path(argv[argv.index(flag) + 1]).write_text(str(text), encoding="utf-8")
     if rule.get("sleep"):
         time.sleep(float(rule["sleep"]))  # type: ignore[arg-type]
     out = str(rule.get("stdout", ""))

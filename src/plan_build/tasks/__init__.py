@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from invoke.collection import Collection
 
-from plan_build.tasks import session
+from plan_build.tasks import dispatch, session
 
 namespace = Collection()
 for _task in session.TASKS:
+    namespace.add_task(_task)
+for _task in dispatch.TASKS:
     namespace.add_task(_task)
 
 # No task's stdin is ever forwarded to a child process by invoke.
