@@ -621,12 +621,23 @@ def _lint_task(task: Task, earlier: list[Problem]) -> list[Problem]:
                 task.line, "no Dependencies line (add `Dependencies: none` or task ids)", task.id
             )
         )
-    for key in (*REQUIRED, *RECOMMENDED):
-        level: Literal["error", "warning"] = "error" if key in REQUIRED else "warning"
-        if key not in task.sections:
-            out.append(Problem(task.line, f'no "{TITLES[key]}" section', task.id, level))
-        elif key in REQUIRED and not task.body(key).strip():
+    kinds: tuple[tuple[tuple[str, ...], Literal["error", "warning"]], ...] = (
+        (REQUIRED, "error"),
+        (RECOMMENDED, "warning"),
+    )
+    for keys, level in kinds:
+        missing = [f'"{TITLES[k]}"' for k in keys if k not in task.sections]
+        if missing:
+            noun = "section" if len(missing) == 1 else "sections"
+            out.append(Problem(task.line, f"no {', '.join(missing)} {noun}", task.id, level))
+    for key in REQUIRED:
+        if key in task.sections and not task.body(key).strip():
             out.append(Problem(task.sections[key].line, f'"{TITLES[key]}" is empty', task.id))
+    return out + _lint_scope_and_commands(task, earlier)
+
+
+def _lint_scope_and_commands(task: Task, earlier: list[Problem]) -> list[Problem]:
+    out: list[Problem] = []
     if "scope" in task.sections:
         if not task.scope and task.body("scope").strip():
             out.append(
