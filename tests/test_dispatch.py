@@ -625,6 +625,51 @@ def test_ctrl_c_stops_codex_and_leaves_a_resumable_task(repo: Path, stubs: Stubs
     assert status_of(tasks_md, "TASK-002") == "Review"
 
 
+def test_a_termination_signal_is_handled_like_ctrl_c(repo: Path, stubs: Stubs) -> None:
+    """A caller's timeout (SIGTERM) must not leave Codex running on its own."""
+    tasks_md = make_plan(repo)
+    stubs.rule("codex", {"match": ["exec"], "sleep": 60})
+    env = dict(os.environ, **DEGRADED)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "plan_build", "dispatch", "TASK-002"],
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    pid_file = stubs.home / "codex.pid"
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    codex_pid = int(pid_file.read_text())
+
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=30)
+
+    assert child.returncode == 130, err
+    assert not psutil.pid_exists(codex_pid) or (
+        psutil.Process(codex_pid).status() == psutil.STATUS_ZOMBIE
+    )
+    assert "interrupted by SIGTERM during attempt 1 (codex)" in tasks_md.read_text()
+    assert status_of(tasks_md, "TASK-002") == "In Progress"
+
+
+def test_codex_deleting_tasks_md_still_reports_the_outcome(repo: Path, stubs: Stubs, cli) -> None:
+    make_plan(repo)
+    codex_edits(stubs, {"src/app.py": "fixed\n"}, delete=["TASKS.md"])
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6
+    assert "outside the scope: TASKS.md" in r.stderr
+    assert "warning: could not record the outcome in TASKS.md" in r.stderr
+    [evidence] = (state_dir(repo) / "dispatch" / "runs").glob("*/evidence.md")
+    assert "Outcome: Blocked · scope expansion needed" in evidence.read_text()
+
+
 def test_a_live_dispatch_holds_the_lock(repo: Path, stubs: Stubs, cli) -> None:
     make_plan(repo)
     lock = state_dir(repo) / "dispatch" / "lock"

@@ -53,6 +53,20 @@ def test_json_lists_tasks_and_problems(repo: Path, cli) -> None:
     assert all(p["level"] == "warning" for p in data["problems"])
 
 
+def test_a_scope_entry_matching_nothing_is_a_warning(repo: Path, cli) -> None:
+    text = PLAN.replace("{verify}", "true").replace("- `src/app.py`", "- `src/ap.py`")
+    make_plan(repo, text=text)
+    line = text.splitlines().index("- `src/ap.py`") + 1
+    r = cli("tasks", cwd=repo)
+    assert r.code == 0
+    assert (
+        f"TASKS.md:{line}: warning: TASK-002: scope entry 'src/ap.py' matches no file yet "
+        "(fine for a file the task creates; otherwise check the spelling)"
+    ) in r.stderr
+    # a completed task's scope is history, not checked
+    assert "'src/audit.py'" not in r.stderr
+
+
 def test_no_tasks_file(repo: Path, cli) -> None:
     r = cli("tasks", cwd=repo)
     assert r.code == 2

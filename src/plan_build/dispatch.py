@@ -18,9 +18,11 @@ import json
 import os
 import re
 import secrets
+import signal
+import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,143 +32,38 @@ from plan_build import memslot, proc, redact, snapshot, taskfile, telemetry
 from plan_build import recipe as recipes
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError, usage
+from plan_build.evidence import (
+    REASONS,
+    SCOPE_MARKER,
+    Attempt,
+    DispatchResult,
+    Header,
+    VerifyRun,
+    attempt_lines,
+    final_block,
+    human_seconds,
+    next_step,
+    one_line,
+    running_block,
+    tail,
+)
 from plan_build.fsutil import atomic_write
 from plan_build.gitrepo import Repo, discover
-from plan_build.render import fence, render
+from plan_build.render import render
 from plan_build.scope import Scope
 from plan_build.taskfile import BLOCKED, COMPLETE, IN_PROGRESS, PENDING, REVIEW, Task, TaskFile
 
-SCOPE_MARKER = "SCOPE EXPANSION NEEDED:"
 MEMORY_MODES = ("required", "degraded")
 SLOT_LABEL = "workflow_status"
 MAX_PROMPT_BYTES = 120_000  # one argv element may not exceed 128 KiB on Linux
 PROMPT_TAIL_CHARS = 6_000
 PROMPT_TAIL_LINES = 120
-EVIDENCE_TAIL_LINES = 15
-EVIDENCE_TAIL_CHARS = 1_500
 SUMMARY_ITEMS = 8
 HEARTBEAT_EVERY = 30.0
 
 # Blocked for these reasons, the same task text would fail the same way: refuse to redispatch
 # it unchanged. Codex failures and timeouts (network, auth) may succeed on a plain retry.
 NEEDS_REVISION = {"scope", "scope_requested", "corrections_exhausted", "git_state"}
-
-REASONS = {
-    "verified": "verification passed",
-    "scope": "scope expansion needed: Codex changed files outside the allowed scope",
-    "scope_requested": "scope expansion needed: Codex reported the task needs files outside the "
-    "allowed scope",
-    "git_state": "Codex changed git state (HEAD or the index), which is not allowed",
-    "codex_timeout": "Codex did not finish within the time limit and was stopped",
-    "codex_failed": "Codex exited with an error",
-    "no_events": "Codex printed no events (no --json output)",
-    "corrections_exhausted": "verification still fails after the last allowed correction",
-    "interrupted": "interrupted (Ctrl-C)",
-}
-
-
-# ----------------------------------------------------------------------------- results
-
-
-@dataclass
-class VerifyRun:
-    text: str
-    program: str
-    returncode: int | None
-    seconds: float
-    timed_out: bool
-    output: str
-    timeout: int
-
-    @property
-    def passed(self) -> bool:
-        return self.returncode == 0 and not self.timed_out
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "command": self.text,
-            "exit": self.returncode,
-            "seconds": round(self.seconds, 3),
-            "timed_out": self.timed_out,
-            "passed": self.passed,
-        }
-
-
-@dataclass
-class Attempt:
-    number: int
-    role: str
-    model: str
-    reasoning: str
-    codex_exit: int | None = None
-    codex_seconds: float = 0.0
-    timed_out: bool = False
-    events: telemetry.CodexEvents = field(default_factory=telemetry.CodexEvents)
-    final_message: str = ""
-    changed: list[str] = field(default_factory=list)
-    outside: list[str] = field(default_factory=list)
-    git_moves: list[str] = field(default_factory=list)
-    verification: list[VerifyRun] | None = None
-    outcome: str = "running"
-
-    @property
-    def verified(self) -> bool:
-        return self.verification is not None and all(v.passed for v in self.verification)
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "attempt": self.number,
-            "role": self.role,
-            "model": self.model,
-            "reasoning": self.reasoning,
-            "codex": {
-                "exit": self.codex_exit,
-                "seconds": round(self.codex_seconds, 3),
-                "timed_out": self.timed_out,
-                "events": self.events.events,
-                "thread_id": self.events.thread_id or telemetry.UNKNOWN,
-            },
-            "tokens": self.events.tokens,
-            "changed": self.changed,
-            "outside_scope": self.outside,
-            "git_moves": self.git_moves,
-            "verification": [v.as_json() for v in self.verification]
-            if self.verification is not None
-            else None,
-            "outcome": self.outcome,
-        }
-
-
-@dataclass
-class DispatchResult:
-    task_id: str
-    dispatch_id: str
-    status: str
-    reason: str
-    attempts: list[Attempt]
-    changed: list[str]
-    seconds: float
-    recipe: dict[str, Any]
-    dry_run: bool = False
-
-    @property
-    def exit_code(self) -> ExitCode:
-        return ExitCode.OK if self.status in (REVIEW, PENDING, IN_PROGRESS) else ExitCode.BLOCKED
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "task": self.task_id,
-            "dispatch": self.dispatch_id,
-            "status": self.status,
-            "reason": self.reason,
-            "detail": REASONS.get(self.reason, self.reason),
-            "attempts": [a.as_json() for a in self.attempts],
-            "changed": self.changed,
-            "seconds": round(self.seconds, 3),
-            "recipe": {"id": self.recipe["id"], "fingerprint": self.recipe["fingerprint"]},
-            "dry_run": self.dry_run,
-        }
-
 
 # ----------------------------------------------------------------------------- small helpers
 
@@ -203,21 +100,6 @@ def project_identity(root: Path, env: Mapping[str, str]) -> dict[str, str | None
     return {"id": None, "source": None, "missing": ".agentmemory-project is missing"}
 
 
-def _human_seconds(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(round(seconds), 60)
-    return f"{minutes}m{secs:02d}s"
-
-
-def _tail(text: str, lines: int, chars: int) -> str:
-    kept = text.strip("\n").splitlines()[-lines:]
-    out = "\n".join(kept)
-    if len(out) > chars:
-        out = "…" + out[-chars:]
-    return out
-
-
 def _listing(tasks: list[Task]) -> str:
     shown = [f"{t.id} {t.title}".strip() for t in tasks[:SUMMARY_ITEMS]]
     if len(tasks) > SUMMARY_ITEMS:
@@ -248,6 +130,12 @@ def _dependency_closure(tf: TaskFile, task: Task) -> set[str]:
         if t is not None:
             todo.extend(t.dependencies)
     return seen
+
+
+def repo_files(repo: Repo) -> list[str]:
+    """Tracked and untracked (not ignored) files, for spotting scope entries that match nothing."""
+    out = repo.git("ls-files", "-z", "--cached", "--others", "--exclude-standard").stdout
+    return [p for p in out.split("\0") if p]
 
 
 def _pid_alive(pid: int) -> bool:
@@ -347,7 +235,18 @@ class Dispatcher:
         self.mode = "required"
         self.slot = memslot.SlotRead("skipped")
         self.phase = "starting"
+        self.signal_name: str | None = None
         self._before: tuple[str, str | None, str] | None = None
+
+    @property
+    def header(self) -> Header:
+        return Header(
+            self.dispatch_id,
+            self.started_at,
+            self.described["id"],
+            self.described["fingerprint"],
+            self.mode,
+        )
 
     # -- preconditions --------------------------------------------------------------
 
@@ -484,82 +383,11 @@ class Dispatcher:
         text = taskfile.with_block(text, self.task_id, self.dispatch_id, block)
         atomic_write(self.path, text)
 
-    def _header(self) -> str:
-        stamp = self.started_at.replace("T", " ").replace("Z", " UTC")
-        fp = self.described["fingerprint"]
-        return (
-            f"**Dispatch {self.dispatch_id}** · {stamp} · recipe {self.described['id']} "
-            f"`{fp[:19]}…` · memory {self.mode}"
-        )
-
-    def _running_block(self, attempt: int, role: str) -> str:
-        return (
-            f"{self._header()}\n"
-            f"Outcome: In Progress · attempt {attempt} ({role}) running under pid {os.getpid()}\n"
-            f"If no dispatch is running any more, rerun `plan-build dispatch {self.task_id}` to "
-            "resume; the work tree keeps every change.\n"
-        )
-
-    def _attempt_lines(self, a: Attempt) -> list[str]:
-        tokens = a.events.usage
-        tok = (
-            f"tokens {tokens.get('input_tokens', '?')} in / {tokens.get('output_tokens', '?')} out"
-            if tokens
-            else "tokens unknown"
-        )
-        if a.timed_out:
-            codex = f"codex stopped after {_human_seconds(a.codex_seconds)} (time limit)"
-        elif a.codex_exit is None:
-            codex = "codex did not finish"
-        else:
-            codex = f"codex exit {a.codex_exit} in {_human_seconds(a.codex_seconds)}"
-        lines = [f"- Attempt {a.number} · {a.role} ({a.model}, {a.reasoning}) · {codex} · {tok}"]
-        lines.extend(_change_lines(a))
-        lines.extend(self._verification_lines(a))
-        return lines
-
-    def _verification_lines(self, a: Attempt) -> list[str]:
-        if a.verification is None:
-            return ["  - Verification: not run"]
-        lines = []
-        for v in a.verification:
-            if v.timed_out:
-                status = f"stopped after {v.timeout}s (FAIL)"
-            elif v.returncode is None:
-                status = "could not start (FAIL)"
-            else:
-                status = f"exit {v.returncode} ({'pass' if v.passed else 'FAIL'})"
-            lines.append(f"  - `{v.text}` · {status} · {_human_seconds(v.seconds)}")
-            if not v.passed and v.output.strip():
-                tail = _tail(v.output, EVIDENCE_TAIL_LINES, EVIDENCE_TAIL_CHARS)
-                lines.extend(
-                    "    " + ln for ln in fence(redact.redact(tail, self.env)[0]).splitlines()
-                )
-        return lines
-
-    def _final_block(self, status: str, reason: str, changed: list[str]) -> str:
-        total = _human_seconds(time.monotonic() - self.started)
-        n = len(self.attempts)
-        cap = 1 + self.recipe.limits.max_corrections
-        if reason == "verified":
-            summary = f"verified on attempt {n} of {cap}"
-        else:
-            summary = REASONS.get(reason, reason)
-        lines = [self._header(), f"Outcome: {status} · {summary} · {total}"]
-        for a in self.attempts:
-            lines.extend(self._attempt_lines(a))
-        if changed:
-            lines.append(
-                "- Changed since the dispatch began: " + ", ".join(f"`{p}`" for p in changed)
-            )
-        lines.append(f"- Next: {_next_step(status, reason, self.task_id)}")
-        return "\n".join(lines) + "\n"
-
     # -- running ----------------------------------------------------------------------
 
     def _heartbeat(self, what: str) -> Callable[[float], None]:
         def beat(elapsed: float) -> None:
-            self.console.say(f"  … {what} ({_human_seconds(elapsed)})")
+            self.console.say(f"  … {what} ({human_seconds(elapsed)})")
 
         return beat
 
@@ -671,7 +499,7 @@ class Dispatcher:
                     else "  not started"
                 )
             )
-            self.console.say(f"  {mark} {cmd.text}{tail} ({_human_seconds(run.seconds)})")
+            self.console.say(f"  {mark} {cmd.text}{tail} ({human_seconds(run.seconds)})")
             if run.timed_out:
                 break  # a hung check says enough; later ones would wait as long
         return runs
@@ -763,9 +591,29 @@ class Dispatcher:
         lock = Lock(self.repo.state_dir / "dispatch" / "lock", task.id)
         lock.acquire()
         try:
-            return self._loop(tf, task, prompt)
+            with self._signals_interrupt():
+                return self._loop(tf, task, prompt)
         finally:
             lock.release()
+
+    @contextlib.contextmanager
+    def _signals_interrupt(self) -> Iterator[None]:
+        """SIGTERM and SIGHUP (a closed terminal, a caller's timeout) stop a dispatch the way
+        Ctrl-C does: Codex's process tree is killed and the task keeps a resumable note."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum: int, _frame: object) -> None:
+            self.signal_name = signal.Signals(signum).name
+            raise KeyboardInterrupt(self.signal_name)
+
+        previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
 
     def _dry_run(self, task: Task, prompt: str) -> DispatchResult:
         out = self.run_dir / "attempt-1.last-message.md"
@@ -794,10 +642,11 @@ class Dispatcher:
             f"dispatching {task.id} “{task.title}” · recipe {self.described['id']} · "
             f"memory {self.mode}"
         )
-        unmatched = scope.unmatched(self.repo.git("ls-files", "-z").stdout.split("\0"))
-        for pattern in unmatched:
-            self.console.say(f"  note: scope entry `{pattern}` matches no tracked file yet")
-        self._update(IN_PROGRESS, self._running_block(1, recipes.IMPLEMENTER))
+        for pattern in scope.unmatched(repo_files(self.repo)):
+            self.console.say(f"  note: scope entry `{pattern}` matches no file yet")
+        self._update(
+            IN_PROGRESS, running_block(self.header, task.id, 1, recipes.IMPLEMENTER, os.getpid())
+        )
         baseline = snapshot.worktree_tree(self.repo)
         _write_task_state(
             self.repo,
@@ -820,21 +669,33 @@ class Dispatcher:
             raise
         changed = snapshot.changed_paths(self.repo, baseline, snapshot.worktree_tree(self.repo))
         changed = [p for p in changed if p != taskfile.FILENAME]
-        self._update(status, self._final_block(status, reason, changed))
-        fresh = taskfile.read(self.path)
-        fresh_task = fresh.get(task.id) or task
+        block = final_block(
+            self.header,
+            task_id=task.id,
+            status=status,
+            reason=reason,
+            attempts=self.attempts,
+            max_attempts=1 + self.recipe.limits.max_corrections,
+            changed=changed,
+            seconds=time.monotonic() - self.started,
+            env=self.env,
+        )
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "evidence.md").write_text(block, encoding="utf-8")
+        digest = None
+        try:
+            self._update(status, block)
+            fresh = taskfile.read(self.path)
+            fresh_task = fresh.get(task.id)
+            digest = fresh.content_digest(fresh_task) if fresh_task else None
+        except PlanBuildError as exc:
+            self.console.say(
+                f"plan-build: warning: could not record the outcome in {taskfile.FILENAME} "
+                f"({exc.what}); the evidence is in {self.run_dir / 'evidence.md'}"
+            )
+        last = {"dispatch": self.dispatch_id, "status": status, "reason": reason}
         _write_task_state(
-            self.repo,
-            task.id,
-            {
-                "last": {
-                    "dispatch": self.dispatch_id,
-                    "status": status,
-                    "reason": reason,
-                    "digest": fresh.content_digest(fresh_task),
-                    "at": telemetry.now(),
-                }
-            },
+            self.repo, task.id, {"last": {**last, "digest": digest, "at": telemetry.now()}}
         )
         telemetry.append(self.repo.state_dir, self._dispatch_record(task, status, reason))
         self._report(task, status, reason)
@@ -909,7 +770,7 @@ class Dispatcher:
                     "exit": f.returncode,
                     "timed_out": f.timed_out,
                     "timeout": f.timeout,
-                    "output": _tail(f.output, PROMPT_TAIL_LINES, PROMPT_TAIL_CHARS),
+                    "output": tail(f.output, PROMPT_TAIL_LINES, PROMPT_TAIL_CHARS),
                 }
                 for f in failures
             ],
@@ -918,9 +779,9 @@ class Dispatcher:
 
     def _say_attempt(self, a: Attempt) -> None:
         if a.timed_out:
-            head = f"codex stopped after {_human_seconds(a.codex_seconds)} (time limit)"
+            head = f"codex stopped after {human_seconds(a.codex_seconds)} (time limit)"
         else:
-            head = f"codex exit {a.codex_exit} in {_human_seconds(a.codex_seconds)}"
+            head = f"codex exit {a.codex_exit} in {human_seconds(a.codex_seconds)}"
         files = f"{len(a.changed)} file{'s' if len(a.changed) != 1 else ''} changed"
         if a.outside:
             files += f", {len(a.outside)} outside the scope"
@@ -929,8 +790,17 @@ class Dispatcher:
         self.console.say(f"    {head} · {files}")
 
     def _interrupted(self, task: Task, exc: BaseException) -> None:
-        """Ctrl-C or an error mid-dispatch: keep In Progress, say how to resume."""
-        what = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else f"an error ({exc})"
+        """Ctrl-C, a termination signal or an error mid-dispatch: keep In Progress, say how to
+        resume."""
+        if isinstance(exc, KeyboardInterrupt):
+            what = self.signal_name or "Ctrl-C"
+        else:
+            what = f"an error ({exc})"
+        stopped = (
+            "Codex and its processes were stopped"
+            if self.phase.endswith("(codex)")
+            else "the running command was stopped"
+        )
         outside: list[str] = []
         before = self._before
         if before is not None and self.phase.endswith("(codex)"):
@@ -939,12 +809,12 @@ class Dispatcher:
                 changed = snapshot.changed_paths(self.repo, before[0], after)
                 outside = Scope(task.scope).outside(changed)
         lines = [
-            self._header(),
-            f"Outcome: In Progress · interrupted by {_one_line(what)} during {self.phase}; "
-            "Codex and its processes were stopped",
+            self.header.line(),
+            f"Outcome: In Progress · interrupted by {one_line(what)} during {self.phase}; "
+            f"{stopped}",
         ]
         for a in self.attempts[:-1]:
-            lines.extend(self._attempt_lines(a))
+            lines.extend(attempt_lines(a, self.env))
         if outside:
             lines.append(
                 "- Changed outside the scope before the stop: "
@@ -975,71 +845,13 @@ class Dispatcher:
                 for p in last.outside:
                     self.console.say(f"    outside the scope: {p}")
                 self.console.say("    the diff is left in the work tree for you to decide")
-        self.console.say(f"  next: {_next_step(status, reason, task.id)}")
-
-
-def _change_lines(a: Attempt) -> list[str]:
-    lines = []
-    if a.changed:
-        shown = ", ".join(f"`{p}`" for p in a.changed[:20])
-        more = f" and {len(a.changed) - 20} more" if len(a.changed) > 20 else ""
-        note = "all in scope" if not a.outside else f"{len(a.outside)} outside the scope"
-        lines.append(f"  - Changed: {shown}{more} ({note})")
-    else:
-        lines.append("  - Changed: nothing")
-    if a.outside:
-        lines.append("  - Outside the scope: " + ", ".join(f"`{p}`" for p in a.outside))
-    lines.extend(f"  - {move}" for move in a.git_moves)
-    reported = a.events.failures[-2:]
-    if not reported and a.codex_exit not in (0, None) and a.events.errors:
-        reported = a.events.errors[-1:]
-    lines.extend(f"  - Codex reported: {_one_line(r)}" for r in reported)
-    if a.outcome == "scope_requested":
-        ask = next(
-            (
-                ln.strip()
-                for ln in a.final_message.splitlines()
-                if ln.strip().startswith(SCOPE_MARKER)
-            ),
-            "",
-        )
-        lines.append(f"  - Codex asked: {_one_line(ask)}")
-    return lines
+        self.console.say(f"  next: {next_step(status, reason, task.id)}")
 
 
 def _combine(stdout: str, stderr: str) -> str:
     if stdout.strip() and stderr.strip():
         return stdout.rstrip("\n") + "\n" + stderr
     return stdout or stderr
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _next_step(status: str, reason: str, task_id: str) -> str:
-    if status == REVIEW:
-        return (
-            "review the diff (plan-build review.impl or review.repeat), record the CodeRabbit "
-            "outcome, then mark the task Complete"
-        )
-    if reason in ("scope", "scope_requested"):
-        return (
-            "assess the scope change, update SPEC.md/TASKS.md/ADR.md, get the user's approval, "
-            f"decide what happens to the out-of-scope edits, then plan-build dispatch {task_id}"
-        )
-    if reason == "corrections_exhausted":
-        return (
-            "ask the user whether to revise the architecture, scope or acceptance criteria; "
-            "start no dependent task"
-        )
-    if reason == "git_state":
-        return "inspect git log and git status; undo what Codex committed or staged yourself"
-    return (
-        "check that codex works (codex login status; network), then "
-        f"plan-build dispatch {task_id} again"
-    )
 
 
 def run(

@@ -12,7 +12,7 @@ from plan_build import taskfile, telemetry
 from plan_build.cli import command
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import discover
+from plan_build.gitrepo import Repo, discover
 
 
 @command(  # type: ignore[untyped-decorator]
@@ -34,6 +34,9 @@ def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
                 session.console.say(line)
         return
     tf = taskfile.read(repo.root / taskfile.FILENAME)
+    tf.problems = sorted(
+        [*tf.problems, *unmatched_scope(tf, repo)], key=lambda p: (p.line, p.level != "error")
+    )
     if json:
         payload = {
             "ok": not tf.errors,
@@ -53,6 +56,33 @@ def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
             "fix the named lines, then run plan-build tasks again",
             code=ExitCode.USAGE,
         )
+
+
+def unmatched_scope(tf: taskfile.TaskFile, repo: Repo) -> list[taskfile.Problem]:
+    """Warnings for scope entries of unfinished tasks that match no file in the work tree."""
+    from plan_build.dispatch import repo_files
+    from plan_build.scope import Scope
+    from plan_build.scope import problem as bad_entry
+
+    files = repo_files(repo)
+    out: list[taskfile.Problem] = []
+    for task in tf.tasks:
+        if task.status == taskfile.COMPLETE:
+            continue
+        entries = [(p, ln) for p, ln in zip(task.scope, task.scope_lines, strict=True)]
+        good = [(p, ln) for p, ln in entries if bad_entry(p) is None]
+        lines = dict(good)
+        for pattern in Scope(tuple(p for p, _ in good)).unmatched(files):
+            out.append(
+                taskfile.Problem(
+                    lines[pattern],
+                    f"scope entry {pattern!r} matches no file yet (fine for a file the task "
+                    "creates; otherwise check the spelling)",
+                    task.id,
+                    "warning",
+                )
+            )
+    return out
 
 
 def task_lines(tf: taskfile.TaskFile) -> list[str]:
