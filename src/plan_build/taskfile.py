@@ -319,11 +319,12 @@ def parse(text: str, path: Path = Path(FILENAME)) -> TaskFile:
                 Problem(ln.no, f"task id {task_id} needs at least three digits (TASK-001)", task_id)
             )
             continue
-        end = len(text)
-        for ln2, level2, _ in headings[i + 1 :]:
-            if level2 <= level:
-                end = ln2.start
+        end, stop = len(text), len(headings)
+        for j in range(i + 1, len(headings)):
+            if headings[j][1] <= level:
+                end, stop = headings[j][0].start, j
                 break
+        last_line = headings[stop][0].no - 1 if stop < len(headings) else len(lines)
         tasks.append(
             Task(
                 id=task_id,
@@ -334,7 +335,8 @@ def parse(text: str, path: Path = Path(FILENAME)) -> TaskFile:
                 end=end,
             )
         )
-        _fill(tasks[-1], text, lines, headings, problems)
+        # only the task's own lines and headings: parsing stays linear in the file's size
+        _fill(tasks[-1], text, lines[ln.no - 1 : last_line], headings[i + 1 : stop], problems)
 
     tf = TaskFile(path=path, text=text, tasks=tasks, problems=problems, newline=newline)
     _lint(tf, lines)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json as _json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from invoke.context import Context
 from invoke.exceptions import Exit
 
-from plan_build import taskfile, telemetry
 from plan_build.cli import command
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo, discover
+from plan_build.gitrepo import discover
+
+if TYPE_CHECKING:  # the steps load only when their command runs (startup is benchmarked)
+    from plan_build import taskfile
+    from plan_build.gitrepo import Repo
 
 
 @command(  # type: ignore[untyped-decorator]
@@ -23,6 +26,8 @@ from plan_build.gitrepo import Repo, discover
 )
 def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
     """List and lint the tasks in TASKS.md (errors name the task and the line)."""
+    from plan_build import taskfile, telemetry
+
     session = Session.from_process()
     repo = discover(session.cwd, session.env)
     if stats:
@@ -60,6 +65,7 @@ def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
 
 def unmatched_scope(tf: taskfile.TaskFile, repo: Repo) -> list[taskfile.Problem]:
     """Warnings for scope entries of unfinished tasks that match no file in the work tree."""
+    from plan_build import taskfile
     from plan_build.dispatch import repo_files
     from plan_build.scope import Scope
     from plan_build.scope import problem as bad_entry
@@ -86,6 +92,8 @@ def unmatched_scope(tf: taskfile.TaskFile, repo: Repo) -> list[taskfile.Problem]
 
 
 def task_lines(tf: taskfile.TaskFile) -> list[str]:
+    from plan_build import taskfile
+
     counts: dict[str, int] = {}
     for t in tf.tasks:
         counts[t.status or "unknown"] = counts.get(t.status or "unknown", 0) + 1
