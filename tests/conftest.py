@@ -181,3 +181,31 @@ def run_cli(
 @pytest.fixture
 def cli() -> Any:
     return run_cli
+
+
+SKILL_TEXT = "---\nname: {name}\ndescription: test skill\n---\n# {name}\nFollow the workflow.\n"
+
+
+@pytest.fixture
+def bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A release-shaped directory with the checkout's templates and small skills, bound through
+    PLAN_BUILD_RELEASE so tests do not depend on the real skill text."""
+    import shutil
+
+    root = tmp_path / "release"
+    (root / "templates").parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(ROOT / "templates", root / "templates")
+    (root / "SKILL.md").write_text(SKILL_TEXT.format(name="plan-build"))
+    (root / "ARCHITECT.md").write_text(SKILL_TEXT.format(name="plan-build-architect"))
+    monkeypatch.setenv("PLAN_BUILD_RELEASE", str(root))
+    return root
+
+
+@pytest.fixture
+def ready(repo: Path, stubs: Stubs, memory_server: MemoryServer, bundle: Path) -> Path:
+    """A repository where every preflight check passes: committed identity, stub agents with
+    enabled plugins, a healthy AgentMemory and readable skills."""
+    (repo / ".agentmemory-project").write_text("github.com/ana/shop\n")
+    git(repo, "add", ".agentmemory-project")
+    git(repo, "commit", "-q", "-m", "identity")
+    return repo

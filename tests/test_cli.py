@@ -1,13 +1,74 @@
-"""The command line: version, strict flags and usage errors."""
+"""The command line: version, strict flags and usage errors (exit 2, nothing written)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from plan_build import __version__
+from tests.conftest import git
 
 
 def test_version_prints_name_and_version(cli, tmp_path: Path) -> None:
     r = cli("--version", cwd=tmp_path)
     assert r.code == 0
     assert r.stdout.strip() == f"plan-build {__version__}"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["plan", "--yolo", "--yolo"], "--yolo was given more than once"),
+        (["plan", "--dry-run", "--dry-run"], "--dry-run was given more than once"),
+        (["architect", "--new", "--new"], "--new was given more than once"),
+        (["plan", "--brainstorm"], "unknown option --brainstorm"),
+        (["plan", "--writing-plan"], "unknown option --writing-plan"),
+        (["plan", "--v2"], "unknown option --v2"),
+        (["plan", "--new"], "unknown option --new"),
+        (["architect", "--prompt"], "unknown option --prompt"),
+        (["plan", "extra"], "unknown command or argument extra"),
+        (["plan", "preflight"], "run one command at a time"),
+        (["preflight", "--mode", "fancy"], "--mode must be standard or architect"),
+    ],
+)
+def test_bad_command_lines_are_usage_errors(cli, repo: Path, args, message) -> None:
+    before = git(repo, "status", "--porcelain", "--ignored")
+    r = cli(*args, cwd=repo, input="some request\nEOF\n")
+    assert r.code == 2, r.stderr
+    assert message in r.stderr
+    assert "fix: see 'plan-build --help'" in r.stderr or "fix:" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert git(repo, "status", "--porcelain", "--ignored") == before
+
+
+def test_help_lists_the_public_commands(cli, tmp_path: Path) -> None:
+    r = cli("--list", cwd=tmp_path)
+    assert r.code == 0
+    for name in ("plan", "architect", "preflight", "identity", "env"):
+        assert f"  {name} " in r.stdout
+
+
+def test_inv_in_a_checkout_runs_the_same_program(tmp_path: Path) -> None:
+    """`inv plan --yolo --yolo` in a checkout is the same usage error as plan-build's."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    inv = Path(sys.executable).parent / "inv"
+    if not inv.exists():
+        pytest.fail("invoke's `inv` script is not installed beside the test interpreter")
+    r = subprocess.run(
+        [str(inv), "plan", "--yolo", "--yolo"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert r.returncode == 2
+    assert "--yolo was given more than once" in r.stderr
+    r = subprocess.run([str(inv), "--list"], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert r.returncode == 0
+    assert "  architect " in r.stdout

@@ -8,7 +8,7 @@ Tasks are declared with `@command`, which is `invoke.task` with these rules buil
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from invoke.exceptions import ParseError
 from invoke.parser.argument import Argument
@@ -33,6 +33,14 @@ class StrictTask(Task[Any]):
         for arg in args:
             arg.__class__ = StrictArgument
         return args
+
+
+@overload
+def command(func: Callable[..., Any], /) -> StrictTask: ...
+
+
+@overload
+def command(**kwargs: Any) -> Callable[[Callable[..., Any]], StrictTask]: ...
 
 
 def command(*args: Any, **kwargs: Any) -> Any:

@@ -86,39 +86,29 @@ def not_a_repo(cwd: Path, why: str) -> PlanBuildError:
 
 def discover(cwd: Path, env: Mapping[str, str] | None = None) -> Repo:
     """The work tree containing `cwd`, or a PlanBuildError saying why there is none."""
-    r = git(
-        [
-            "rev-parse",
-            "--is-bare-repository",
-            "--is-inside-git-dir",
-            "--is-inside-work-tree",
-            "--show-toplevel",
-            "--absolute-git-dir",
-            "--git-common-dir",
-        ],
-        cwd=cwd,
-        env=env,
-        check=False,
-    )
+    probe = ["rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--is-inside-work-tree"]
+    r = git(probe, cwd=cwd, env=env, check=False)
     if r.returncode != 0:
         raise not_a_repo(cwd, "is not inside a git repository")
-    lines = r.stdout.splitlines()
-    bare, in_git_dir, in_tree = lines[0], lines[1], lines[2]
+    bare, in_git_dir, in_tree = ([*r.stdout.splitlines(), "", "", ""])[:3]
     if bare == "true":
         raise PlanBuildError(
             f"{cwd} is a bare repository (it has no work tree)",
             "run plan-build from a clone or a worktree (git worktree add ../work <branch>)",
             code=ExitCode.PREFLIGHT,
         )
-    if in_git_dir == "true" or in_tree != "true" or len(lines) < 6:
+    if in_git_dir == "true" or in_tree != "true":
         raise PlanBuildError(
             f"{cwd} is inside the .git directory, not the work tree",
             'cd to the repository\'s top level (cd "$(git rev-parse --show-toplevel)")',
             code=ExitCode.PREFLIGHT,
         )
-    root = Path(lines[3])
-    git_dir = Path(lines[4])
-    common = Path(lines[5])
+    where = ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
+    r = git(where, cwd=cwd, env=env, check=False)
+    lines = r.stdout.splitlines()
+    if r.returncode != 0 or len(lines) < 3:
+        raise not_a_repo(cwd, "is not inside a usable git work tree")
+    root, git_dir, common = Path(lines[0]), Path(lines[1]), Path(lines[2])
     if not common.is_absolute():
         common = (cwd / common).resolve()
     return Repo(root=root, git_dir=git_dir, common_dir=common)

@@ -7,6 +7,7 @@ letter. Without a terminal nothing is ever approved: the gate stops with exit 4.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -43,13 +44,16 @@ def no_terminal(question: str) -> PlanBuildError:
 
 
 def render_choices(choices: Sequence[Choice], default: str) -> str:
+    """`[r]etry · continue [d]egraded · [s]top (default)`: the key bracketed where a word starts
+    with it, else in front."""
     parts = []
     for c in choices:
-        label = (
-            f"[{c.label[0]}]{c.label[1:]}"
-            if c.label[:1].lower() == c.key
-            else (f"[{c.key}] {c.label}")
-        )
+        m = re.search(rf"\b{re.escape(c.key)}", c.label, flags=re.IGNORECASE)
+        if m:
+            i = m.start()
+            label = f"{c.label[:i]}[{c.label[i]}]{c.label[i + 1 :]}"
+        else:
+            label = f"[{c.key}] {c.label}"
         parts.append(label + (" (default)" if c.key == default else ""))
     return " · ".join(parts)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -49,6 +50,11 @@ def run_guarded(program: Program, argv: Any) -> int | None:
         program.execute()
     except ParseError as exc:
         msg = str(exc)
+        unknown = re.fullmatch(r"No idea what '(.+)' is!", msg)
+        if unknown:
+            word = unknown.group(1)
+            kind = "option" if word.startswith("-") else "command or argument"
+            msg = f"unknown {kind} {word}"
         err.write(f"{PREFIX}: {msg}\n  fix: see '{PREFIX} --help' or '{PREFIX} <command> --help'\n")
         return int(ExitCode.USAGE)
     except PlanBuildError as exc:

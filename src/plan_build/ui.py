@@ -29,7 +29,7 @@ class Console:
         """The symbol for a check status (pass/fail/warn/skip)."""
         if self.fancy:
             return {"pass": "✔", "fail": "✘", "warn": "!", "skip": "-"}.get(status, "?")
-        return {"pass": "ok", "fail": "FAIL", "warn": "WARN", "skip": "skip"}.get(status, "?")
+        return {"pass": "ok  ", "fail": "FAIL", "warn": "WARN", "skip": "skip"}.get(status, "?   ")
 
     def arrow(self) -> str:
         return "→" if self.fancy else "->"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -38,6 +39,7 @@ class MemoryServerState:
     slots: dict[str, str] = field(default_factory=dict)
     raw: bytes | None = None  # answer every request with these bytes (garbage)
     requests: list[tuple[str, str | None]] = field(default_factory=list)
+    delay: float = 0.0  # seconds to wait before every answer (benchmarks)
 
 
 class MemoryServer:
@@ -62,6 +64,8 @@ class MemoryServer:
             def do_GET(self) -> None:
                 auth = self.headers.get("Authorization")
                 state.requests.append((self.path, auth))
+                if state.delay:
+                    time.sleep(state.delay)
                 if state.raw is not None:
                     self._send(200, state.raw)
                     return

@@ -1,0 +1,116 @@
+"""`plan-build env`: the effective configuration, stating only what was checked."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from plan_build import __version__, config, identity, proc
+from plan_build.checks import Probe, run_concurrently
+from plan_build.context import Session
+from plan_build.errors import PlanBuildError
+from plan_build.gitrepo import Repo, discover
+from plan_build.preflight import tool_probe
+
+TOOLS = ("git", "claude", "codex", "coderabbit", "auggie")
+
+
+def collect(session: Session) -> dict[str, Any]:
+    repo: Repo | None
+    try:
+        repo = discover(session.cwd, session.env)
+    except PlanBuildError:
+        repo = None
+    res = session.resources
+    probes: list[Probe] = [tool_probe(session, t) for t in TOOLS]
+    found = {c.id.removeprefix("tool."): c for c in run_concurrently(probes)}
+    tools: dict[str, Any] = {}
+    for name in TOOLS:
+        check = found[name]
+        path = proc.which(name, session.env)
+        if path is None:
+            tools[name] = None
+        else:
+            version = check.detail.split(" (")[0].removeprefix(f"{name} ")
+            tools[name] = {
+                "path": path,
+                "version": None if check.status != "pass" or "unknown" in version else version,
+            }
+    return {
+        "version": __version__,
+        "repo": str(repo.root) if repo else None,
+        "identity": _identity(repo),
+        "memory_mode": session.env.get("PLAN_BUILD_MEMORY_MODE") or None,
+        "release": {"id": res.release_id, "path": str(res.release_path)}
+        if res.release_path
+        else None,
+        "paths": {
+            "skills": {
+                "standard": str(res.skill("standard")),
+                "architect": str(res.skill("architect")),
+            },
+            "templates": str(res.templates),
+            "state": str(repo.state_dir) if repo else None,
+            "origin": res.origin,
+        },
+        "tools": tools,
+        "config": _config(repo),
+        "recipe": _recipe(),
+    }
+
+
+def _identity(repo: Repo | None) -> dict[str, Any]:
+    if repo is None:
+        return {"value": None, "source": None, "committed": False}
+    source = str(repo.root / identity.FILENAME)
+    try:
+        ident = identity.read(repo)
+    except PlanBuildError as exc:
+        return {"value": None, "source": source, "committed": False, "error": exc.what}
+    if ident is None:
+        return {"value": None, "source": None, "committed": False}
+    return {"value": ident.value, "source": source, "committed": ident.committed}
+
+
+def _config(repo: Repo | None) -> str | None:
+    if repo is None:
+        return None
+    try:
+        return str(config.load(repo.root).path) if config.load(repo.root).path else None
+    except PlanBuildError:
+        return str(repo.root / config.FILENAME)
+
+
+def _recipe() -> dict[str, Any] | None:
+    try:
+        from plan_build import recipe  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    described: dict[str, Any] = recipe.describe()
+    return described
+
+
+def show(session: Session, *, as_json: bool) -> None:
+    data = collect(session)
+    if as_json:
+        session.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    con = session.console
+    ident = data["identity"]
+    con.say(f"plan-build {data['version']}")
+    con.say(f"  repo        {data['repo'] or 'not in a git work tree'}")
+    shown = ident["value"] or ident.get("error") or "missing"
+    con.say(f"  identity    {shown}" + ("" if ident["committed"] else " (not committed)"))
+    con.say(f"  memory mode {data['memory_mode'] or 'decided at launch'}")
+    rel = data["release"]
+    origin = data["paths"]["origin"]
+    con.say(f"  release     {rel['id'] + ' at ' + rel['path'] if rel else f'none ({origin})'}")
+    con.say(f"  skills      {data['paths']['skills']['standard']}")
+    con.say(f"              {data['paths']['skills']['architect']}")
+    con.say(f"  templates   {data['paths']['templates']}")
+    con.say(f"  config      {data['config'] or 'none'}")
+    for name, tool in data["tools"].items():
+        desc = f"{tool['version'] or 'version unknown'} ({tool['path']})" if tool else "not found"
+        con.say(f"  {name:<11} {desc}")
+    if data["recipe"]:
+        con.say(f"  recipe      {data['recipe']['id']} {data['recipe']['fingerprint']}")

@@ -1,0 +1,166 @@
+"""The committed AgentMemory project identity (`.agentmemory-project`).
+
+One id per repository, shared by every clone and worktree, so Claude and Codex read and write
+one memory scope. The id is committed: a work-tree value that differs from HEAD is refused.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from plan_build import fsutil
+from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.gitrepo import Repo
+
+FILENAME = ".agentmemory-project"
+GRAMMAR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{1,127}")
+COMMIT_MESSAGE = "Add AgentMemory project identity"
+
+
+@dataclass(frozen=True)
+class Identity:
+    value: str
+    committed: bool
+
+
+def commit_command() -> str:
+    return f'git add {FILENAME} && git commit -m "{COMMIT_MESSAGE}" -- {FILENAME}'
+
+
+def validate(raw: str, *, where: str = FILENAME) -> str:
+    """The id in `raw` (one line, optional trailing newline), or a PlanBuildError saying why not."""
+    text = raw[:-1] if raw.endswith("\n") else raw
+    if "\n" in text:
+        problem = "holds more than one line"
+    elif not text:
+        problem = "is empty"
+    elif re.search(r"\s", text):
+        problem = "contains whitespace"
+    elif len(text) < 2:
+        problem = "is too short (2 to 128 characters)"
+    elif len(text) > 128:
+        problem = f"is too long ({len(text)} characters; at most 128)"
+    elif not text[0].isascii() or not text[0].isalnum():
+        problem = "must start with a letter or digit"
+    elif not GRAMMAR.fullmatch(text):
+        problem = "may only contain letters, digits and . _ : / -"
+    else:
+        return text
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    raise PlanBuildError(
+        f'{where} {problem} ("{shown}")',
+        "use one id like github.com/owner/repository or local/<uuid>, "
+        "e.g. plan-build identity --set github.com/owner/repository",
+        code=ExitCode.PREFLIGHT,
+    )
+
+
+def normalize_origin(url: str) -> str | None:
+    """`host/owner/repository` from an https, ssh or scp-like remote URL; None if not a remote.
+
+    Credentials and ports are dropped: they never belong in an identity.
+    """
+    url = url.strip()
+    if not url:
+        return None
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.scheme not in {"https", "http", "ssh", "git", "git+ssh", "ssh+git"}:
+            return None
+        host, path = parts.hostname or "", parts.path
+    else:
+        m = re.fullmatch(r"(?:[^@/\s]+@)?([^:/\s]+):(?!/)(.+)", url)
+        if not m:
+            return None
+        host, path = m.group(1), m.group(2)
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[: -len(".git")]
+    path = path.strip("/")
+    if not host or not path:
+        return None
+    candidate = f"{host.lower()}/{path}"
+    if not GRAMMAR.fullmatch(candidate):
+        return None
+    return candidate
+
+
+def propose(repo: Repo) -> str:
+    origin = repo.origin_url()
+    return (normalize_origin(origin) if origin else None) or f"local/{uuid.uuid4()}"
+
+
+def committed_value(repo: Repo) -> str | None:
+    r = repo.git("cat-file", "blob", f"HEAD:{FILENAME}", check=False)
+    return r.stdout if r.returncode == 0 else None
+
+
+def read(repo: Repo) -> Identity | None:
+    """The identity in the work tree, checked against HEAD; None when the file is missing."""
+    path = repo.root / FILENAME
+    if not path.exists():
+        return None
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanBuildError(
+            f"{FILENAME} cannot be read ({exc})",
+            "make it a UTF-8 text file holding one id, or remove it and rerun",
+            code=ExitCode.PREFLIGHT,
+        ) from exc
+    value = validate(raw)
+    head_raw = committed_value(repo)
+    if head_raw is None:
+        return Identity(value, committed=False)
+    try:
+        head_value = validate(head_raw, where=f"{FILENAME} in HEAD")
+    except PlanBuildError:
+        head_value = head_raw.strip()
+    if head_value != value:
+        raise PlanBuildError(
+            f'{FILENAME} differs from HEAD ("{value}" here, "{head_value}" committed)',
+            f"commit the new identity ({commit_command()}) or restore it (git restore {FILENAME})",
+            code=ExitCode.PREFLIGHT,
+        )
+    return Identity(value, committed=True)
+
+
+def require_committed(repo: Repo) -> Identity | None:
+    """The identity ready for launch, None when missing, or an error when it is not committed."""
+    ident = read(repo)
+    if ident is not None and not ident.committed:
+        raise PlanBuildError(
+            f'{FILENAME} ("{ident.value}") is not committed',
+            f"commit it and rerun: {commit_command()}",
+            code=ExitCode.PREFLIGHT,
+        )
+    return ident
+
+
+def write(repo: Repo, value: str) -> Path:
+    value = validate(value, where="the identity")
+    path = repo.root / FILENAME
+    fsutil.atomic_write(path, value + "\n")
+    return path
+
+
+def created(value: str) -> PlanBuildError:
+    """The stop after writing a new identity: the user commits it, then reruns."""
+    return PlanBuildError(
+        f'wrote {FILENAME} ("{value}"); commit it so every clone and worktree shares it',
+        f"{commit_command()}  # then rerun",
+        code=ExitCode.IDENTITY_CREATED,
+    )
+
+
+def memory_env(value: str, *, degraded: bool) -> dict[str, str]:
+    """What Claude (and the Codex processes it starts) must see for one memory scope."""
+    return {
+        "AGENTMEMORY_PROJECT_NAME": value,
+        "AGENTMEMORY_INJECT_CONTEXT": "false" if degraded else "true",
+        "PLAN_BUILD_MEMORY_MODE": "degraded" if degraded else "required",
+    }

@@ -1,0 +1,76 @@
+"""Render the workflow prompt and hand the terminal to an interactive Claude Code.
+
+Claude is never started with -p/--print: the prompt is the positional argument after `--`
+(so a prompt starting with `-` is not read as a flag), and `--yolo` becomes
+`--dangerously-skip-permissions` and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+from plan_build import proc
+from plan_build.context import Session
+from plan_build.render import render
+
+YOLO_FLAG = "--dangerously-skip-permissions"
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: tuple[str, ...]
+    env_added: Mapping[str, str]
+    prompt: str
+    cwd: Path
+    blockers: tuple[str, ...] = field(default=())
+
+
+def claude_argv(prompt: str, *, yolo: bool) -> tuple[str, ...]:
+    return ("claude", *((YOLO_FLAG,) if yolo else ()), "--", prompt)
+
+
+def render_prompt(session: Session, mode: str, context: Mapping[str, object]) -> str:
+    return render(session.resources.templates, f"launch/{mode}.md.j2", context)
+
+
+def build(
+    session: Session,
+    *,
+    mode: str,
+    repo_root: Path,
+    context: Mapping[str, object],
+    env_added: Mapping[str, str],
+    yolo: bool,
+    blockers: tuple[str, ...] = (),
+) -> Launch:
+    prompt = render_prompt(session, mode, context)
+    return Launch(claude_argv(prompt, yolo=yolo), dict(env_added), prompt, repo_root, blockers)
+
+
+def dry_run_text(launch: Launch) -> str:
+    env_lines = [f"{k}={v}" for k, v in sorted(launch.env_added.items())]
+    verdict = (
+        "would launch" if not launch.blockers else "would not launch: " + "; ".join(launch.blockers)
+    )
+    return "\n".join(
+        [
+            "--- argv (cwd: " + str(launch.cwd) + ") ---",
+            proc.quote(launch.argv),
+            "--- environment added ---",
+            *env_lines,
+            "--- prompt ---",
+            launch.prompt.rstrip("\n"),
+            "--- end ---",
+            verdict,
+            "",
+        ]
+    )
+
+
+def execute(launch: Launch, session: Session) -> NoReturn:
+    env = dict(session.env)
+    env.update(launch.env_added)
+    proc.exec_replace(launch.argv, env, cwd=launch.cwd)

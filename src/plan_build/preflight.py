@@ -1,0 +1,368 @@
+"""The readiness report: every check, run concurrently, reported together.
+
+Only the memory checks (the AgentMemory server and both agentmemory plugins) may degrade; on a
+terminal the user chooses retry / continue degraded / stop, without one the run stops.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from plan_build import __version__, memory, plugins, proc
+from plan_build.checks import Check, Probe, run_concurrently, timed, to_json
+from plan_build.context import Session
+from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.gitrepo import Repo, discover
+from plan_build.interact import Choice
+
+Mode = Literal["standard", "architect"]
+VERSION_TIMEOUT = 10.0
+INSTALL = {
+    "git": "install git (e.g. sudo apt-get install git, or brew install git)",
+    "claude": "npm install -g @anthropic-ai/claude-code",
+    "codex": "npm install -g @openai/codex",
+    "coderabbit": "curl -fsSL https://cli.coderabbit.ai/install.sh | sh",
+}
+LABELS = {
+    "terminal": "terminal",
+    "git.worktree": "git work tree",
+    "claude.safe_mode": "safe mode",
+    "skill.readable": "workflow skill",
+    "codex.plugin.agentmemory": "Codex plugin",
+    "memory.server": "AgentMemory",
+    "yolo.root": "--yolo as root",
+    "auggie.login": "Auggie login",
+}
+GROUPS = {"tool.": "tools", "claude.plugin.": "Claude plugins"}
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: Mode = "standard"
+    yolo: bool = False
+    prompt: bool = False
+    need_terminal: bool = True  # plan/architect launch; the report alone only warns
+    extra: Sequence[Callable[[Session], Probe]] = ()
+
+
+@dataclass
+class Report:
+    mode: Mode
+    checks: list[Check]
+    repo: Repo | None
+    memory_mode: Literal["required", "degraded"] = "required"
+    header: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def blocking(self) -> list[Check]:
+        return [
+            c
+            for c in self.checks
+            if c.failed and not (c.degradable and self.memory_mode == "degraded")
+        ]
+
+    @property
+    def ok(self) -> bool:
+        return not self.blocking
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "mode": self.mode,
+            "memory_mode": self.memory_mode,
+            "checks": to_json(self.checks),
+        }
+
+
+def _tty(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (ValueError, AttributeError):
+        return False
+
+
+def check_terminal(session: Session, need: bool) -> Check:
+    missing = [
+        name for name, s in (("stdin", session.stdin), ("stdout", session.stdout)) if not _tty(s)
+    ]
+    if not missing:
+        return Check("terminal", "pass", "interactive")
+    detail = f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not a terminal"
+    if not need:
+        return Check("terminal", "warn", detail + " (a launch needs one)")
+    return Check(
+        "terminal",
+        "fail",
+        detail,
+        "run plan-build from an interactive terminal (Claude Code is a terminal app)",
+    )
+
+
+def check_worktree(session: Session) -> tuple[Check, Repo | None]:
+    try:
+        repo = discover(session.cwd, session.env)
+    except PlanBuildError as exc:
+        return Check("git.worktree", "fail", exc.what, exc.fix), None
+    except proc.CommandNotFound:
+        return Check("git.worktree", "fail", "git is not on PATH", INSTALL["git"]), None
+    unmerged = repo.unmerged_paths()
+    if unmerged:
+        shown = ", ".join(unmerged[:3]) + (" …" if len(unmerged) > 3 else "")
+        return Check(
+            "git.worktree",
+            "fail",
+            f"unmerged paths: {shown}",
+            "finish or abort the merge (git merge --abort / git rebase --abort)",
+        ), repo
+    return Check("git.worktree", "pass", f"work tree at {repo.root}"), repo
+
+
+def tool_probe(session: Session, name: str) -> Probe:
+    def probe() -> Check:
+        path = proc.which(name, session.env)
+        cid = f"tool.{name}"
+        if path is None:
+            return Check(cid, "fail", f"{name} is not on PATH", INSTALL.get(name))
+        try:
+            r = proc.run(
+                [path, "--version"], cwd=session.cwd, env=session.env, timeout=VERSION_TIMEOUT
+            )
+        except proc.CommandTimeout:
+            return Check(
+                cid,
+                "fail",
+                f"{name} --version did not answer in {VERSION_TIMEOUT:g}s",
+                f"run `{name} --version` yourself to see what it waits for",
+            )
+        except PlanBuildError as exc:
+            return Check(cid, "fail", f"{name} at {path} cannot run: {exc.what}", exc.fix)
+        first = (r.stdout.strip() or r.stderr.strip()).splitlines()[:1]
+        if not r.ok:
+            return Check(cid, "warn", f"{path} found, but `{name} --version` exited {r.returncode}")
+        return Check(cid, "pass", version_of(name, first[0] if first else "") + f" ({path})")
+
+    return probe
+
+
+def version_of(name: str, line: str) -> str:
+    """`claude 2.1.332` from `2.1.332 (Claude Code)`, `codex 0.171.0` from `codex-cli 0.171.0`."""
+    import re
+
+    m = re.search(r"\d+(?:\.\d+)+", line)
+    return f"{name} {m.group(0) if m else 'version unknown'}"
+
+
+def check_safe_mode(session: Session) -> Check:
+    value = session.env.get("CLAUDE_CODE_SAFE_MODE")
+    if value:
+        return Check(
+            "claude.safe_mode",
+            "fail",
+            f"CLAUDE_CODE_SAFE_MODE={value} turns off Claude Code's plugins and skills",
+            "unset CLAUDE_CODE_SAFE_MODE",
+        )
+    return Check("claude.safe_mode", "pass", "off")
+
+
+def check_skill(session: Session, mode: Mode) -> Check:
+    path = session.resources.skill(mode)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return Check(
+            "skill.readable",
+            "fail",
+            f"{path} cannot be read ({exc.__class__.__name__})",
+            "reinstall plan-build or activate a release (plan-build release.activate)",
+        )
+    if not text.strip():
+        return Check(
+            "skill.readable",
+            "fail",
+            f"{path} is empty",
+            "reinstall plan-build or activate a release (plan-build release.activate)",
+        )
+    return Check("skill.readable", "pass", str(path))
+
+
+def check_yolo_root(session: Session) -> Check:
+    if os.geteuid() != 0:
+        return Check("yolo.root", "pass", "not running as root")
+    if session.env.get("IS_SANDBOX") == "1":
+        return Check("yolo.root", "pass", "root inside a sandbox (IS_SANDBOX=1)")
+    return Check(
+        "yolo.root",
+        "fail",
+        "Claude Code refuses --dangerously-skip-permissions for root",
+        "run as a normal user, or set IS_SANDBOX=1 if this really is a sandbox",
+    )
+
+
+def memory_probes(session: Session, opts: Options) -> list[Probe]:
+    claude_plugins = ["agentmemory@agentmemory"]
+    probes: list[Probe] = [
+        lambda: plugins.codex_check(
+            "agentmemory@agentmemory", session.env, session.cwd, session.home
+        ),
+        lambda: memory.check_server(session.env, session.home),
+    ]
+    if opts.mode == "standard":
+        claude_plugins.insert(0, "mattpocock-skills@mattpocock")
+    probes.insert(0, lambda: plugins.claude_checks(claude_plugins, session.env, session.cwd))
+    return probes
+
+
+def run(session: Session, opts: Options) -> Report:
+    terminal = check_terminal(session, opts.need_terminal)
+    worktree, repo = timed_worktree(session)
+    probes: list[Probe] = [tool_probe(session, t) for t in ("git", "claude", "codex", "coderabbit")]
+    probes += [lambda: check_safe_mode(session), lambda: check_skill(session, opts.mode)]
+    probes += memory_probes(session, opts)
+    probes += [make(session) for make in opts.extra]
+    if opts.yolo:
+        probes.append(lambda: check_yolo_root(session))
+    checks = [terminal, worktree, *run_concurrently(probes)]
+    return Report(opts.mode, checks, repo, header=header(session, opts.mode, repo))
+
+
+def timed_worktree(session: Session) -> tuple[Check, Repo | None]:
+    holder: list[Repo | None] = []
+
+    def probe() -> Check:
+        check, repo = check_worktree(session)
+        holder.append(repo)
+        return check
+
+    return timed(probe)[0], holder[0]
+
+
+def rerun_memory(session: Session, opts: Options, report: Report) -> None:
+    fresh = {c.id: c for c in run_concurrently(memory_probes(session, opts))}
+    report.checks = [fresh.get(c.id, c) for c in report.checks]
+
+
+def header(session: Session, mode: Mode, repo: Repo | None) -> str:
+    where = str(repo.root if repo else session.cwd)
+    branch = repo.branch() if repo else None
+    return f"plan-build {__version__} · {mode} mode · {where}" + (f" ({branch})" if branch else "")
+
+
+def _rows(checks: Sequence[Check]) -> list[tuple[str, str, list[Check]]]:
+    rows: list[tuple[str, str, list[Check]]] = []
+    for check in checks:
+        group = next(
+            (label for prefix, label in GROUPS.items() if check.id.startswith(prefix)), None
+        )
+        if group and rows and rows[-1][0] == group:
+            rows[-1][2].append(check)
+        else:
+            rows.append((group or LABELS.get(check.id, check.id), check.id, [check]))
+    return rows
+
+
+def render(report: Report, session: Session) -> str:
+    con = session.console
+    lines = [report.header, ""]
+    for label, _, group in _rows(report.checks):
+        worst = next(
+            (s for s in ("fail", "warn", "pass", "skip") if any(c.status == s for c in group)),
+            "pass",
+        )
+        passing = [c for c in group if c.status == "pass"]
+        if len(group) > 1 and worst == "pass":
+            lines.append(f"  {con.mark('pass')} {label:<17} " + ", ".join(_brief(c) for c in group))
+            continue
+        if len(group) > 1 and passing:
+            lines.append(
+                f"  {con.mark('pass')} {label:<17} " + ", ".join(_brief(c) for c in passing)
+            )
+        shown: set[tuple[str, str | None]] = set()
+        for c in group if len(group) == 1 else [c for c in group if c.status != "pass"]:
+            if (c.detail, c.remediation) in shown:  # one cause, several checks: say it once
+                continue
+            shown.add((c.detail, c.remediation))
+            lines.append(f"  {con.mark(c.status)} {label:<17} {c.detail}")
+            if c.remediation and c.status in ("fail", "warn"):
+                indent = " " * (len(con.mark(c.status)) + 3)
+                lines.append(f"{indent}{'':<17} {con.arrow()} {c.remediation}")
+    return "\n".join(lines)
+
+
+def _brief(check: Check) -> str:
+    return (
+        check.detail.split(" (")[0] if check.id.startswith("tool.") else check.detail.split(" ")[0]
+    )
+
+
+def render_ready(report: Report, session: Session) -> str:
+    repo = report.repo
+    where = repo.root.name if repo else session.cwd.name
+    branch = repo.branch() if repo else None
+    return f"ready · {report.mode} · {where}" + (f" ({branch})" if branch else "")
+
+
+def settle(report: Report, session: Session, opts: Options) -> Report:
+    """Print the report; resolve memory failures by asking; raise when the launch is blocked."""
+    con = session.console
+    if report.ok and _tty(con.stream) and all(c.status == "pass" for c in report.checks):
+        con.say(render_ready(report, session))
+    else:
+        con.say(render(report, session))
+    while True:
+        hard = [c for c in report.checks if c.failed and not c.degradable]
+        soft = [c for c in report.checks if c.failed and c.degradable]
+        if hard:
+            raise blocked(hard)
+        if not soft:
+            return report
+        if not session.ui.interactive:
+            raise PlanBuildError(
+                "memory continuity is unavailable and there is no terminal to approve "
+                "degraded mode",
+                "fix the AgentMemory checks above, or rerun from a terminal to continue degraded",
+                code=ExitCode.PREFLIGHT,
+            )
+        con.say("")
+        answer = session.ui.choose(
+            "Memory continuity is unavailable.",
+            [
+                Choice("r", "retry"),
+                Choice("d", "continue degraded (no recall this session)"),
+                Choice("s", "stop"),
+            ],
+            default="s",
+        )
+        if answer == "s":
+            raise PlanBuildError(
+                "stopped: memory continuity is unavailable",
+                "fix the AgentMemory checks above and rerun",
+                code=ExitCode.PREFLIGHT,
+            )
+        if answer == "d":
+            report.memory_mode = "degraded"
+            con.say("continuing in degraded mode: no memory recall this session")
+            return report
+        rerun_memory(session, opts, report)
+        con.say(render(report, session))
+
+
+def blocked(failures: Sequence[Check]) -> PlanBuildError:
+    names = ", ".join(c.id for c in failures)
+    noun = "check" if len(failures) == 1 else "checks"
+    return PlanBuildError(
+        f"preflight failed: {len(failures)} {noun} ({names})",
+        "apply the fixes shown above (→) and rerun",
+        code=ExitCode.PREFLIGHT,
+    )
+
+
+def dumps(report: Report) -> str:
+    return json.dumps(report.as_json(), indent=2)
+
+
+__all__ = ["Mode", "Options", "Report", "dumps", "render", "run", "settle"]

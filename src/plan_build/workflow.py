@@ -1,0 +1,146 @@
+"""The launch chain shared by `plan` and `architect`:
+preflight → identity → payload → (enhance) → (archive) → render → launch.
+
+Preflight runs before the payload is read, so a user never types a request into a session that
+cannot start. `--dry-run` writes nothing, asks nothing and ends with `would launch` or
+`would not launch: …` (exit 3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NoReturn
+
+from plan_build import identity, launch, preflight, records
+from plan_build.context import Session
+from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.gitrepo import Repo
+from plan_build.payload import read_payload
+
+
+@dataclass(frozen=True)
+class Request:
+    mode: preflight.Mode
+    yolo: bool = False
+    prompt: bool = False
+    new: bool = False
+    dry_run: bool = False
+
+
+def start(session: Session, req: Request) -> None:
+    opts = preflight.Options(
+        mode=req.mode, yolo=req.yolo, prompt=req.prompt, need_terminal=not req.dry_run
+    )
+    if req.prompt:
+        raise PlanBuildError(
+            "--prompt (Auggie enhancement) is not available in this build yet",
+            "rerun without --prompt",
+            code=ExitCode.USAGE,
+        )
+    report = preflight.run(session, opts)
+    blockers: list[str] = []
+    if req.dry_run:
+        session.console.say(preflight.render(report, session))
+        failing = [c for c in report.checks if c.failed]
+        if failing:
+            blockers.append("preflight failed: " + ", ".join(c.id for c in failing))
+        if any(c.degradable for c in failing) and not any(not c.degradable for c in failing):
+            report.memory_mode = "degraded"
+    else:
+        report = preflight.settle(report, session, opts)
+    repo = report.repo
+    if repo is None:  # only reachable in a dry run: settle() raised otherwise
+        raise preflight.blocked([c for c in report.checks if c.id == "git.worktree"])
+    project_id = resolve_identity(session, repo, dry_run=req.dry_run, blockers=blockers)
+    payload = read_payload(session.stdin, console=session.console)
+    context: dict[str, object] = {
+        "repo_root": str(repo.root),
+        "skill_path": str(session.resources.skill(req.mode).resolve()),
+        "project_id": project_id,
+        "memory_mode": report.memory_mode,
+        "payload": payload,
+        "original": None,
+        "session_id": None,
+        "release_id": session.resources.release_id,
+    }
+    if req.mode == "architect":
+        context.update(architect_context(session, repo, new=req.new, dry_run=req.dry_run))
+    env_added = identity.memory_env(project_id, degraded=report.memory_mode == "degraded")
+    if session.resources.release_path is not None:
+        env_added["PLAN_BUILD_RELEASE"] = str(session.resources.release_path)
+    plan = launch.build(
+        session,
+        mode=req.mode,
+        repo_root=repo.root,
+        context=context,
+        env_added=env_added,
+        yolo=req.yolo,
+        blockers=tuple(blockers),
+    )
+    if req.dry_run:
+        session.stdout.write(launch.dry_run_text(plan))
+        session.stdout.flush()
+        if plan.blockers:
+            raise PlanBuildError(
+                "dry run: the launch would be blocked",
+                "see `would not launch:` above",
+                code=ExitCode.PREFLIGHT,
+            )
+        return
+    go(session, plan, req, report.memory_mode)
+
+
+def go(session: Session, plan: launch.Launch, req: Request, memory_mode: str) -> NoReturn:
+    workflow = "architect" if req.mode == "architect" else "standard"
+    session.console.say(f"launching Claude Code ({workflow} workflow, memory {memory_mode}) …")
+    launch.execute(plan, session)
+
+
+def resolve_identity(session: Session, repo: Repo, *, dry_run: bool, blockers: list[str]) -> str:
+    ident = identity.read(repo)
+    if ident is not None and ident.committed:
+        return ident.value
+    if ident is not None:  # present but not committed
+        if dry_run:
+            blockers.append(f"{identity.FILENAME} is not committed")
+            return ident.value
+        identity.require_committed(repo)
+    proposal = identity.propose(repo)
+    if dry_run:
+        blockers.append(
+            f"{identity.FILENAME} is missing (plan-build would propose "
+            f'"{proposal}" and stop for you to commit it)'
+        )
+        return proposal
+    session.console.say(f'This repository has no {identity.FILENAME}; proposed id: "{proposal}"')
+    if not session.ui.interactive:
+        raise PlanBuildError(
+            f"{identity.FILENAME} is missing and there is no terminal to approve one",
+            f"create it: plan-build identity --set {proposal}",
+            code=ExitCode.APPROVAL,
+        )
+    if not session.ui.confirm(f"Write {identity.FILENAME} with this id?", default=False):
+        raise PlanBuildError(
+            f"stopped: no {identity.FILENAME} was written",
+            "choose an id and run: plan-build identity --set <id>",
+            code=ExitCode.APPROVAL,
+        )
+    identity.write(repo, proposal)
+    raise identity.created(proposal)
+
+
+def architect_context(
+    session: Session, repo: Repo, *, new: bool, dry_run: bool
+) -> dict[str, object]:
+    if not new:
+        return {"start_mode": "resume", "archived": [], "archive_dir": ""}
+    result = records.archive(repo.root, dry_run=dry_run)
+    rel = str(result.directory.relative_to(repo.root))
+    if result.moved:
+        verb = "would archive" if dry_run else "archived"
+        session.console.say(f"{verb} {', '.join(result.moved)} into {rel}")
+    return {
+        "start_mode": "archive-and-start-new",
+        "archived": list(result.moved),
+        "archive_dir": rel,
+    }

@@ -1,0 +1,217 @@
+"""End to end on a terminal: `plan-build plan` / `architect` as a user runs them, with stub
+agents on PATH, a loopback AgentMemory and real git. The stub `claude` records what it got."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Stubs, git
+from tests.support.memserver import MemoryServer
+from tests.support.pty_run import PtyResult, run_on_pty
+
+REQUEST = ["Implement pagination for the audit log.  ", "--keep {{ api }} compatible ✔"]
+TYPED_REQUEST = [("> ", REQUEST[0] + "\n"), ("> ", REQUEST[1] + "\n"), ("> ", "EOF\n")]
+
+
+def plan_build(cwd: Path, *args: str, typed=(), env: dict[str, str] | None = None) -> PtyResult:
+    full = {**os.environ, "NO_COLOR": "1", **(env or {})}
+    return run_on_pty([sys.executable, "-m", "plan_build", *args], cwd=cwd, env=full, typed=typed)
+
+
+def launched(stubs: Stubs) -> list[dict]:
+    return [
+        c
+        for c in stubs.calls("claude")
+        if c["argv"][:1] != ["--version"] and c["argv"][:1] != ["plugin"]
+    ]
+
+
+def test_plan_launches_interactive_claude_with_the_rendered_prompt(
+    ready: Path, stubs: Stubs
+) -> None:
+    r = plan_build(ready, "plan", typed=TYPED_REQUEST)
+    assert r.code == 0, r.output
+    assert "ready · standard · shop (main)" in r.output
+    assert "Describe the work. End with a line containing only EOF." in r.output
+    assert "launching Claude Code (standard workflow, memory required)" in r.output
+    [call] = launched(stubs)
+    assert call["argv"][0] == "--"
+    prompt = call["argv"][1]
+    assert len(call["argv"]) == 2
+    assert "\n".join(REQUEST) + "\n" in prompt
+    assert "github.com/ana/shop" in prompt
+    assert "read the project's `workflow_status` slot" in prompt
+    assert call["stdin_tty"] is True
+    assert call["cwd"] == str(ready)
+    env = call["env"]
+    assert env["AGENTMEMORY_PROJECT_NAME"] == "github.com/ana/shop"
+    assert env["AGENTMEMORY_INJECT_CONTEXT"] == "true"
+    assert env["PLAN_BUILD_MEMORY_MODE"] == "required"
+
+
+def test_yolo_reaches_claude_only_as_dangerously_skip_permissions(
+    ready: Path, stubs: Stubs
+) -> None:
+    r = plan_build(ready, "plan", "--yolo", typed=TYPED_REQUEST, env={"IS_SANDBOX": "1"})
+    assert r.code == 0, r.output
+    [call] = launched(stubs)
+    assert call["argv"][:2] == ["--dangerously-skip-permissions", "--"]
+    assert len(call["argv"]) == 3
+    for c in stubs.calls("claude"):
+        assert "-p" not in c["argv"]
+        assert "--print" not in c["argv"]
+        assert "--yolo" not in c["argv"]
+
+
+def test_preflight_runs_before_the_request_is_read(ready: Path, stubs: Stubs) -> None:
+    stubs.remove("codex")
+    r = plan_build(ready, "plan", typed=TYPED_REQUEST)
+    assert r.code == 3
+    assert "codex is not on PATH" in r.output
+    assert "Describe the work" not in r.output
+    assert launched(stubs) == []
+
+
+def test_degraded_mode_is_chosen_by_the_user_and_told_to_claude(
+    ready: Path, stubs: Stubs, memory_server: MemoryServer
+) -> None:
+    memory_server.state.slots_enabled = False
+    r = plan_build(ready, "plan", typed=[("[s]top", "d\n"), *TYPED_REQUEST])
+    assert r.code == 0, r.output
+    assert "memory slots are disabled" in r.output
+    [call] = launched(stubs)
+    assert call["env"]["AGENTMEMORY_INJECT_CONTEXT"] == "false"
+    assert call["env"]["PLAN_BUILD_MEMORY_MODE"] == "degraded"
+    assert "Memory is **unavailable**" in call["argv"][-1]
+    assert "read the project's `workflow_status` slot" not in call["argv"][-1]
+
+
+def test_stop_at_the_memory_question_launches_nothing(
+    ready: Path, stubs: Stubs, memory_server: MemoryServer
+) -> None:
+    memory_server.state.health_status = 503
+    r = plan_build(ready, "plan", typed=[("[s]top", "s\n")])
+    assert r.code == 3
+    assert launched(stubs) == []
+
+
+def test_without_a_terminal_plan_stops_before_anything(cli, ready: Path, stubs: Stubs) -> None:
+    r = cli("plan", cwd=ready, input="do it\nEOF\n")
+    assert r.code == 3
+    assert "stdin and stdout are not a terminal" in r.stderr
+    assert launched(stubs) == []
+
+
+def test_first_run_proposes_the_identity_then_stops_for_a_commit(
+    repo: Path, stubs: Stubs, memory_server: MemoryServer, bundle: Path
+) -> None:
+    git(repo, "remote", "add", "origin", "https://github.com/ana/shop.git")
+    r = plan_build(repo, "plan", typed=[("[n]o (default)", "y\n")])
+    assert r.code == 5, r.output
+    assert 'proposed id: "github.com/ana/shop"' in r.output
+    assert (repo / ".agentmemory-project").read_text() == "github.com/ana/shop\n"
+    assert (
+        'git add .agentmemory-project && git commit -m "Add AgentMemory project identity" '
+        "-- .agentmemory-project"
+    ) in r.output
+    assert launched(stubs) == []
+
+
+def test_declining_the_identity_writes_nothing(
+    repo: Path, stubs: Stubs, memory_server: MemoryServer, bundle: Path
+) -> None:
+    r = plan_build(repo, "plan", typed=[("[n]o (default)", "\n")])
+    assert r.code == 4
+    assert not (repo / ".agentmemory-project").exists()
+    assert "plan-build identity --set" in r.output
+
+
+def test_uncommitted_identity_change_is_refused(ready: Path, stubs: Stubs) -> None:
+    (ready / ".agentmemory-project").write_text("github.com/ana/shop-new\n")
+    r = plan_build(ready, "plan", typed=TYPED_REQUEST)
+    assert r.code == 3
+    assert ".agentmemory-project differs from HEAD" in r.output
+    assert launched(stubs) == []
+
+
+def test_empty_request_is_a_usage_error(ready: Path, stubs: Stubs) -> None:
+    r = plan_build(ready, "plan", typed=[("> ", "   \n"), ("> ", "EOF\n")])
+    assert r.code == 2
+    assert "the request is empty" in r.output
+    assert launched(stubs) == []
+
+
+def test_architect_resume_and_new(ready: Path, stubs: Stubs) -> None:
+    (ready / "SPEC.md").write_text("# old spec\n")
+    (ready / "TASKS.md").write_text("# old tasks\n")
+    r = plan_build(ready, "architect", typed=TYPED_REQUEST)
+    assert r.code == 0, r.output
+    assert "Start mode: **resume**" in launched(stubs)[-1]["argv"][-1]
+    assert (ready / "SPEC.md").exists()
+
+    r = plan_build(
+        ready, "architect", "--new", "--yolo", typed=TYPED_REQUEST, env={"IS_SANDBOX": "1"}
+    )
+    assert r.code == 0, r.output
+    prompt = launched(stubs)[-1]["argv"][-1]
+    assert "Start mode: **archive-and-start-new**" in prompt
+    assert launched(stubs)[-1]["argv"][0] == "--dangerously-skip-permissions"
+    [archive] = list((ready / "docs" / "archive").iterdir())
+    assert sorted(p.name for p in archive.iterdir()) == ["SPEC.md", "TASKS.md"]
+    assert (archive / "SPEC.md").read_text() == "# old spec\n"
+    assert not (ready / "SPEC.md").exists()
+    assert f"(SPEC.md, TASKS.md) into `docs/archive/{archive.name}`" in prompt
+
+
+def test_a_failed_archive_aborts_the_launch_and_keeps_the_records(
+    ready: Path, stubs: Stubs
+) -> None:
+    (ready / "SPEC.md").write_text("# spec\n")
+    (ready / "docs").mkdir()
+    (ready / "docs" / "archive").write_text("a file where the archive directory should be\n")
+    r = plan_build(ready, "architect", "--new", typed=TYPED_REQUEST)
+    assert r.code == 6, r.output
+    assert "archiving the records" in r.output
+    assert (ready / "SPEC.md").read_text() == "# spec\n"
+    assert launched(stubs) == []
+
+
+def test_dry_run_prints_everything_and_launches_nothing(cli, ready: Path, stubs: Stubs) -> None:
+    r = cli(
+        "plan",
+        "--dry-run",
+        "--yolo",
+        cwd=ready,
+        input="\n".join(REQUEST) + "\nEOF\n",
+        env={"IS_SANDBOX": "1"},
+    )
+    assert r.code == 0, r.stderr
+    assert "--- argv (cwd: " in r.stdout
+    assert "claude --dangerously-skip-permissions -- '# plan-build session" in r.stdout
+    assert "AGENTMEMORY_PROJECT_NAME=github.com/ana/shop" in r.stdout
+    assert "\n".join(REQUEST) in r.stdout
+    assert r.stdout.rstrip().endswith("would launch")
+    assert launched(stubs) == []
+
+
+def test_dry_run_says_why_it_would_not_launch(
+    cli, repo: Path, stubs: Stubs, memory_server: MemoryServer, bundle: Path
+) -> None:
+    stubs.remove("coderabbit")
+    r = cli("architect", "--dry-run", "--new", cwd=repo, input="x\nEOF\n")
+    assert r.code == 3
+    assert "would not launch: preflight failed: tool.coderabbit" in r.stdout
+    assert ".agentmemory-project is missing" in r.stdout
+    assert not (repo / ".agentmemory-project").exists()
+    assert not (repo / "docs").exists()
+
+
+@pytest.mark.parametrize("flag", ["--prompt"])
+def test_prompt_is_not_available_yet(cli, ready: Path, flag: str) -> None:
+    r = cli("plan", flag, cwd=ready, input="x\nEOF\n")
+    assert r.code == 2
+    assert "not available" in r.stderr

@@ -1,0 +1,209 @@
+"""The readiness report: every check shown, memory failures degradable only on request."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from plan_build import preflight
+from plan_build.errors import ExitCode, PlanBuildError
+from tests.conftest import Stubs, git
+from tests.support.memserver import MemoryServer
+from tests.support.sessions import make_session
+
+ALL_IDS = [
+    "terminal",
+    "git.worktree",
+    "tool.git",
+    "tool.claude",
+    "tool.codex",
+    "tool.coderabbit",
+    "claude.safe_mode",
+    "skill.readable",
+    "claude.plugin.mattpocock-skills",
+    "claude.plugin.agentmemory",
+    "codex.plugin.agentmemory",
+    "memory.server",
+]
+
+
+def run(cwd: Path, **opts):
+    session, _, err = make_session(
+        cwd, answers=opts.pop("answers", None), tty=opts.pop("tty", True)
+    )
+    report = preflight.run(session, preflight.Options(**opts))
+    return session, report, err
+
+
+def test_everything_ready_lists_every_check_in_order(ready: Path) -> None:
+    _, report, _ = run(ready)
+    assert [c.id for c in report.checks] == ALL_IDS
+    assert report.ok, [c for c in report.checks if c.status != "pass"]
+    assert all(c.status == "pass" for c in report.checks)
+
+
+def test_architect_mode_does_not_need_matt_skills(ready: Path) -> None:
+    _, report, _ = run(ready, mode="architect")
+    ids = [c.id for c in report.checks]
+    assert "claude.plugin.mattpocock-skills" not in ids
+    assert "claude.plugin.agentmemory" in ids
+    assert next(c for c in report.checks if c.id == "skill.readable").detail.endswith(
+        "ARCHITECT.md"
+    )
+
+
+def test_preflight_json_matches_the_documented_shape(cli, ready: Path) -> None:
+    r = cli("preflight", "--json", cwd=ready)
+    data = json.loads(r.stdout)
+    assert set(data) == {"ok", "mode", "memory_mode", "checks"}
+    assert (data["mode"], data["memory_mode"]) == ("standard", "required")
+    # not a terminal: reported, but the report alone only warns about it
+    terminal = data["checks"][0]
+    assert (terminal["id"], terminal["status"]) == ("terminal", "warn")
+    assert data["ok"] is True
+    assert r.code == 0
+    for row in data["checks"]:
+        assert set(row) == {"id", "status", "degradable", "detail", "remediation", "seconds"}
+
+
+def test_every_failure_is_reported_not_just_the_first(
+    cli, ready: Path, stubs: Stubs, memory_server: MemoryServer
+) -> None:
+    stubs.remove("coderabbit")
+    stubs.rule("claude", {"match": ["plugin", "list", "--json"], "stdout": "[]"})
+    memory_server.state.slots_enabled = False
+    r = cli("preflight", cwd=ready, env={"CLAUDE_CODE_SAFE_MODE": "1", "NO_COLOR": "1"})
+    assert r.code == 3
+    assert "FAIL tools             coderabbit is not on PATH" in r.stderr
+    assert "CLAUDE_CODE_SAFE_MODE=1 turns off Claude Code's plugins and skills" in r.stderr
+    assert "-> unset CLAUDE_CODE_SAFE_MODE" in r.stderr
+    assert "mattpocock-skills@mattpocock is not installed" in r.stderr
+    assert "memory slots are disabled" in r.stderr
+    assert "ok   git work tree" in r.stderr
+
+
+def test_missing_or_empty_skill_fails(ready: Path, bundle: Path) -> None:
+    (bundle / "SKILL.md").write_text("  \n")
+    _, report, _ = run(ready)
+    skill = next(c for c in report.checks if c.id == "skill.readable")
+    assert (skill.status, skill.detail) == ("fail", f"{bundle / 'SKILL.md'} is empty")
+    (bundle / "SKILL.md").unlink()
+    _, report, _ = run(ready)
+    assert "cannot be read" in next(c for c in report.checks if c.id == "skill.readable").detail
+
+
+@pytest.mark.parametrize(
+    ("setup", "words"),
+    [
+        ("bare", "is a bare repository"),
+        ("dotgit", "inside the .git directory"),
+        ("none", "is not inside a git repository"),
+    ],
+)
+def test_not_a_work_tree(
+    tmp_path: Path, setup: str, words: str, stubs: Stubs, bundle: Path
+) -> None:
+    if setup == "bare":
+        cwd = tmp_path / "bare.git"
+        git(tmp_path, "init", "-q", "--bare", str(cwd))
+    elif setup == "dotgit":
+        git(tmp_path, "init", "-q", "r")
+        cwd = tmp_path / "r" / ".git"
+    else:
+        cwd = tmp_path / "plain"
+        cwd.mkdir()
+    _, report, _ = run(cwd)
+    check = next(c for c in report.checks if c.id == "git.worktree")
+    assert check.status == "fail"
+    assert words in check.detail
+
+
+def test_unmerged_paths_block(ready: Path) -> None:
+    git(ready, "checkout", "-q", "-b", "other")
+    (ready / "README.md").write_text("other\n")
+    git(ready, "commit", "-q", "-am", "other")
+    git(ready, "checkout", "-q", "main")
+    (ready / "README.md").write_text("main\n")
+    git(ready, "commit", "-q", "-am", "main")
+    import subprocess
+
+    subprocess.run(["git", "merge", "other"], cwd=ready, capture_output=True, check=False)
+    _, report, _ = run(ready)
+    check = next(c for c in report.checks if c.id == "git.worktree")
+    assert (check.status, check.detail) == ("fail", "unmerged paths: README.md")
+
+
+def test_yolo_as_root_needs_is_sandbox(ready: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    _, report, _ = run(ready, yolo=True)
+    check = report.checks[-1]
+    assert (check.id, check.status) == ("yolo.root", "fail")
+    assert "IS_SANDBOX=1" in (check.remediation or "")
+    monkeypatch.setenv("IS_SANDBOX", "1")
+    _, report, _ = run(ready, yolo=True)
+    assert report.checks[-1].status == "pass"
+
+
+def memory_down(memory_server: MemoryServer) -> None:
+    memory_server.state.health_status = 503
+    memory_server.state.health_body = {"status": "critical"}
+
+
+def test_memory_failure_without_a_terminal_stops_with_exit_3(
+    ready: Path, memory_server: MemoryServer
+) -> None:
+    memory_down(memory_server)
+    session, report, _ = run(ready, tty=False, need_terminal=False)
+    with pytest.raises(PlanBuildError) as err:
+        preflight.settle(report, session, preflight.Options(need_terminal=False))
+    assert err.value.code == ExitCode.PREFLIGHT
+    assert "no terminal to approve degraded mode" in err.value.what
+
+
+def test_memory_failure_continue_degraded(ready: Path, memory_server: MemoryServer) -> None:
+    memory_down(memory_server)
+    session, report, err = run(ready, answers=["d"])
+    settled = preflight.settle(report, session, preflight.Options())
+    assert settled.memory_mode == "degraded"
+    assert settled.ok
+    assert "no memory recall this session" in err.getvalue()
+    assert session.ui.asked == ["Memory continuity is unavailable."]  # type: ignore[attr-defined]
+
+
+def test_memory_failure_retry_reruns_only_memory_checks(
+    ready: Path, stubs: Stubs, memory_server: MemoryServer
+) -> None:
+    memory_down(memory_server)
+    session, report, _ = run(ready, answers=["r"])
+    versions_before = len([c for c in stubs.calls() if c["argv"] == ["--version"]])
+    memory_server.state.health_status = 200
+    memory_server.state.health_body = {"status": "healthy", "version": "0.9.29"}
+    settled = preflight.settle(report, session, preflight.Options())
+    assert settled.memory_mode == "required"
+    assert settled.ok
+    assert len([c for c in stubs.calls() if c["argv"] == ["--version"]]) == versions_before
+
+
+def test_memory_failure_stop(ready: Path, memory_server: MemoryServer) -> None:
+    memory_down(memory_server)
+    session, report, _ = run(ready, answers=["s"])
+    with pytest.raises(PlanBuildError) as err:
+        preflight.settle(report, session, preflight.Options())
+    assert err.value.code == ExitCode.PREFLIGHT
+    assert err.value.what == "stopped: memory continuity is unavailable"
+
+
+def test_other_failures_never_offer_degraded_mode(
+    ready: Path, stubs: Stubs, memory_server: MemoryServer
+) -> None:
+    memory_down(memory_server)
+    stubs.remove("codex")
+    session, report, _ = run(ready, answers=["d"])
+    with pytest.raises(PlanBuildError) as err:
+        preflight.settle(report, session, preflight.Options())
+    assert err.value.code == ExitCode.PREFLIGHT
+    assert "tool.codex" in err.value.what
+    assert session.ui.asked == []  # type: ignore[attr-defined]
