@@ -67,6 +67,10 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
             task={**base()["task"], "context": ""},
         ),
     ),
+    "task-slot-foreign.md": (
+        "codex/task.md.j2",
+        base(slot={"state": "foreign", "content": None, "reason": "github.com/bob/other"}),
+    ),
     "task-slot-unavailable.md": (
         "codex/task.md.j2",
         base(

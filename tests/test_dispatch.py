@@ -759,7 +759,9 @@ def test_required_memory_mode_includes_the_workflow_status_slot(
 ) -> None:
     make_plan(repo)
     memory_server.state.secret = "s3cret-bearer-value"
-    memory_server.state.slots["workflow_status"] = "Phase: execution\nNext step: TASK-002"
+    memory_server.state.slots["workflow_status"] = (
+        "Project: github.com/ana/shop\nPhase: execution\nNext step: TASK-002"
+    )
     codex_edits(stubs, {"src/app.py": "fixed\n"})
 
     r = cli(
@@ -772,11 +774,28 @@ def test_required_memory_mode_includes_the_workflow_status_slot(
     assert r.code == 0, r.stderr
     prompt = codex_runs(stubs)[0]["argv"][-1]
     assert "recall this project's history from AgentMemory yourself" in prompt
-    assert "```text\nPhase: execution\nNext step: TASK-002\n```" in prompt
+    assert "```text\nProject: github.com/ana/shop\nPhase: execution\nNext step: TASK-002\n```" in (
+        prompt
+    )
     assert "s3cret-bearer-value" not in prompt
     assert ("/agentmemory/slot?label=workflow_status", "Bearer s3cret-bearer-value") in (
         memory_server.state.requests
     )
+
+
+def test_another_projects_checkpoint_is_never_passed_on(
+    repo: Path, stubs: Stubs, cli, memory_server
+) -> None:
+    make_plan(repo)
+    memory_server.state.slots["workflow_status"] = "Project: github.com/bob/other\nPhase: done"
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env={"PLAN_BUILD_MEMORY_MODE": "required"})
+
+    assert r.code == 0, r.stderr
+    prompt = codex_runs(stubs)[0]["argv"][-1]
+    assert "Phase: done" not in prompt
+    assert "belongs to another project (`github.com/bob/other`)" in prompt
 
 
 def test_required_mode_says_so_when_the_slot_cannot_be_read(

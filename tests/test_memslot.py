@@ -86,3 +86,9 @@ def test_a_non_http_url_is_not_opened(private_home: Path) -> None:
     got = memslot.read_slot("workflow_status", {"AGENTMEMORY_URL": "file:///etc"}, private_home)
     assert got.state == "unavailable"
     assert "is not an http(s) URL" in (got.reason or "")
+
+
+def test_the_project_a_checkpoint_names() -> None:
+    assert memslot.named_project("Project: github.com/ana/shop\nPhase: x") == "github.com/ana/shop"
+    assert memslot.named_project("phase: x\nproject: `local/1234`") == "local/1234"
+    assert memslot.named_project("Phase: x") is None

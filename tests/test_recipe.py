@@ -109,3 +109,11 @@ def test_an_unreadable_pin_is_an_error_until_accepted(tmp_path: Path) -> None:
     assert recipes.check_pinned(tmp_path, recipes.RECIPE, accept=True, task_id="TASK-001") == (
         "accepted"
     )
+
+
+def test_env_json_reports_the_recipe_dispatch_uses(repo: Path, cli) -> None:
+    r = cli("env", "--json", cwd=repo)
+    assert r.code == 0, r.stderr
+    reported = json.loads(r.stdout)["recipe"]
+    assert reported == recipes.describe()
+    assert reported["fingerprint"] == recipes.RECIPE.fingerprint

@@ -579,6 +579,11 @@ class Dispatcher:
             )
         if self.mode == "required":
             self.slot = memslot.read_slot(SLOT_LABEL, self.env, self.session.home)
+            owner = memslot.named_project(self.slot.content or "")
+            project = project_identity(self.repo.root, self.env)["id"]
+            if owner and project and owner != project:
+                # one label for every project (ADR 0021): never pass on another project's state
+                self.slot = memslot.SlotRead("foreign", reason=owner)
             if self.slot.state == "unavailable":
                 self.console.say(
                     f"plan-build: warning: the workflow_status checkpoint is unavailable "

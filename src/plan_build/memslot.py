@@ -24,7 +24,8 @@ MAX_BYTES = 64 * 1024
 
 @dataclass(frozen=True)
 class SlotRead:
-    state: str  # "present", "absent" or "unavailable"
+    state: str  # "present", "absent", "unavailable" (reason says why) or "foreign" (reason
+    # names the project the checkpoint belongs to)
     content: str | None = None
     reason: str | None = None
 
@@ -104,6 +105,15 @@ def read_slot(label: str, env: Mapping[str, str], home: Path, timeout: float = T
             return SlotRead("absent")
         return SlotRead("unavailable", reason="the answer has no slot content")
     return SlotRead("present", content=content)
+
+
+def named_project(content: str) -> str | None:
+    """The project a checkpoint names on its `Project:` line (the skills write it first)."""
+    for line in content.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().lower() == "project" and value.strip():
+            return value.strip().strip("`")
+    return None
 
 
 def _content(body: object) -> str | None:

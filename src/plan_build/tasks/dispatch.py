@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the steps load only when their command runs (startup is ben
     from plan_build.gitrepo import Repo
 
 
-@command(  # type: ignore[untyped-decorator]
+@command(
     help={
         "json": "print the tasks and problems as JSON on stdout",
         "stats": "summarise dispatch telemetry (attempts, first-attempt success, exhausted caps)",
@@ -148,7 +148,7 @@ def stats_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
-@command(  # type: ignore[untyped-decorator]
+@command(
     help={
         "task_id": "the task to run, e.g. TASK-001",
         "accept_recipe": "pin the current Codex recipe for this repository if it differs",
