@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from plan_build import memslot
+from plan_build import memory, memslot
 from tests.support.memserver import MemoryServer
 
 
@@ -47,9 +47,8 @@ def test_the_secret_files_are_used_for_a_loopback_server(
 def test_file_secrets_are_never_sent_to_a_remote_url(private_home: Path) -> None:
     (private_home / ".agentmemory").mkdir()
     (private_home / ".agentmemory" / "secret").write_text("local-only")
-    assert memslot.secret({}, private_home, "https://memory.example.com") is None
-    assert memslot.secret({}, private_home, "http://127.0.0.1:3111") == "local-only"
-    assert memslot.secret({"AGENTMEMORY_SECRET": "e"}, private_home, "https://x.example") == "e"
+    assert memory.resolve_secret({}, private_home, "https://memory.example.com") is None
+    assert memory.resolve_secret({}, private_home, "http://127.0.0.1:3111") == "local-only"
 
 
 def test_an_absent_slot(memory_server: MemoryServer, private_home: Path) -> None:
