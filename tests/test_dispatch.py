@@ -225,6 +225,27 @@ def test_an_edit_outside_the_scope_blocks_and_leaves_the_diff(
     assert sequence(stubs) == ["codex"]
 
 
+def test_tasks_md_is_never_in_scope(repo: Path, stubs: Stubs, cli) -> None:
+    text = PLAN.replace("- `tests/**` (new tests go here)", "- `*.md`").replace("{verify}", "true")
+    tasks_md = make_plan(repo, text=text)
+    # Codex "completes" the task by editing the plan itself; `*.md` would allow that file
+    stubs.rule(
+        "codex",
+        {
+            "match": ["exec"],
+            "write": {
+                "TASKS.md": tasks_md.read_text().replace("Status: Pending", "Status: Complete", 1)
+            },
+            "stdout": events(),
+        },
+    )
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6
+    assert "outside the scope: TASKS.md" in r.stderr
+
+
 def test_codex_asking_for_more_scope_blocks_without_verifying(
     repo: Path, stubs: Stubs, cli
 ) -> None:

@@ -434,7 +434,10 @@ class Dispatcher:
         tree_before, head_before, index_before = before
         after = snapshot.worktree_tree(self.repo)
         attempt.changed = snapshot.changed_paths(self.repo, tree_before, after)
-        attempt.outside = scope.outside(attempt.changed)
+        # TASKS.md is the plan's record: never Codex's to change, whatever the globs say
+        attempt.outside = [
+            p for p in attempt.changed if p == taskfile.FILENAME or not scope.allows(p)
+        ]
         head_after = self.repo.head()
         if head_after != head_before:
             attempt.git_moves.append(
