@@ -174,6 +174,7 @@ def run_cli(
         timeout=timeout,
         check=False,
         stdin=None if input is not None else subprocess.DEVNULL,
+        start_new_session=True,  # no controlling terminal: /dev/tty is never the developer's
     )
     return Result(proc.returncode, proc.stdout, proc.stderr, argv)
 

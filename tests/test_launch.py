@@ -7,8 +7,6 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import Stubs, git
 from tests.support.memserver import MemoryServer
 from tests.support.pty_run import PtyResult, run_on_pty
@@ -210,8 +208,18 @@ def test_dry_run_says_why_it_would_not_launch(
     assert not (repo / "docs").exists()
 
 
-@pytest.mark.parametrize("flag", ["--prompt"])
-def test_prompt_is_not_available_yet(cli, ready: Path, flag: str) -> None:
-    r = cli("plan", flag, cwd=ready, input="x\nEOF\n")
+def test_prompt_without_a_terminal_stops_before_auggie_runs(cli, ready: Path, stubs: Stubs) -> None:
+    r = cli("plan", "--prompt", cwd=ready, input="x\nEOF\n")
+    assert r.code == 3
+    assert "terminal" in r.stderr
+    assert [c for c in stubs.calls("auggie") if "--print" in c["argv"]] == []
+    assert launched(stubs) == []
+
+
+def test_a_request_too_large_for_one_argument_is_refused_before_launch(
+    cli, ready: Path, stubs: Stubs
+) -> None:
+    r = cli("plan", "--dry-run", cwd=ready, input="x" * 140_000 + "\nEOF\n")
     assert r.code == 2
-    assert "not available" in r.stderr
+    assert "at most 128 KiB" in r.stderr
+    assert launched(stubs) == []

@@ -127,8 +127,29 @@ class TerminalInteraction:
                 fh.write(text)
             import shlex
 
-            proc.run_attached([*shlex.split(editor), str(path)])
-            return path.read_text(encoding="utf-8")
+            try:
+                words = shlex.split(editor)
+            except ValueError as exc:
+                raise PlanBuildError(
+                    f"cannot read the editor command {editor!r}: {exc}",
+                    "fix the quoting in VISUAL or EDITOR",
+                    code=ExitCode.APPROVAL,
+                ) from exc
+            code = proc.run_attached([*words, str(path)], terminal=(self.stdin, self.stderr))
+            if code != 0:  # a failed or aborted edit (e.g. vim's :cq) is not an edit
+                raise PlanBuildError(
+                    f"the editor ({editor}) exited {code}; the text was not changed",
+                    "save and quit normally to keep an edit, or check VISUAL/EDITOR",
+                    code=ExitCode.APPROVAL,
+                )
+            try:
+                return path.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise PlanBuildError(
+                    "the edited text is not valid UTF-8; it was not used",
+                    "save the file as UTF-8 in your editor",
+                    code=ExitCode.APPROVAL,
+                ) from exc
         finally:
             path.unlink(missing_ok=True)
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, Any, NoReturn
 
 import psutil
 
@@ -214,17 +214,30 @@ def exec_replace(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None =
 
 
 def run_attached(
-    argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    terminal: tuple[IO[Any], IO[Any]] | None = None,
 ) -> int:
-    """Run an interactive program (an editor) on the user's terminal and wait for it."""
+    """Run an interactive program (an editor) on the user's terminal and wait for it.
+
+    `terminal` is the (input, output) pair to attach it to when that is not this process's own
+    stdin/stdout, e.g. /dev/tty while stdin is a pipe and stdout is captured.
+    """
     log.debug("attached: %s", quote(argv))
+    stdio: dict[str, Any] = {}
+    if terminal is not None:
+        stdio = {"stdin": terminal[0], "stdout": terminal[1], "stderr": terminal[1]}
     try:
-        child = subprocess.Popen(list(argv), cwd=cwd, env=dict(env) if env is not None else None)
+        child = subprocess.Popen(
+            list(argv), cwd=cwd, env=dict(env) if env is not None else None, **stdio
+        )
     except FileNotFoundError as exc:
         raise CommandNotFound(argv[0]) from exc
     try:
         return child.wait()
     except BaseException:
         if child.poll() is None:
-            _kill_tree(child)  # type: ignore[arg-type]
+            _kill_tree(child)
         raise

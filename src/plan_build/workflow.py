@@ -31,12 +31,6 @@ def start(session: Session, req: Request) -> None:
     opts = preflight.Options(
         mode=req.mode, yolo=req.yolo, prompt=req.prompt, need_terminal=not req.dry_run
     )
-    if req.prompt:
-        raise PlanBuildError(
-            "--prompt (Auggie enhancement) is not available in this build yet",
-            "rerun without --prompt",
-            code=ExitCode.USAGE,
-        )
     report = preflight.run(session, opts)
     blockers: list[str] = []
     if req.dry_run:
@@ -63,6 +57,8 @@ def start(session: Session, req: Request) -> None:
         "session_id": None,
         "release_id": session.resources.release_id,
     }
+    if req.prompt:
+        context.update(enhanced_context(session, report, repo, payload, dry_run=req.dry_run))
     if req.mode == "architect":
         context.update(architect_context(session, repo, new=req.new, dry_run=req.dry_run))
     env_added = identity.memory_env(project_id, degraded=report.memory_mode == "degraded")
@@ -127,6 +123,27 @@ def resolve_identity(session: Session, repo: Repo, *, dry_run: bool, blockers: l
         )
     identity.write(repo, proposal)
     raise identity.created(proposal)
+
+
+def enhanced_context(
+    session: Session,
+    report: preflight.Report,
+    repo: Repo,
+    payload: str,
+    *,
+    dry_run: bool,
+) -> dict[str, object]:
+    """The `--prompt` step: the approved text replaces the payload; the original stays only when
+    the user asked to keep it. A dry run whose Auggie checks failed shows the request as typed."""
+    from plan_build import enhance
+
+    if dry_run and any(c.failed and c.id in enhance.CHECK_IDS for c in report.checks):
+        return {}
+    approved = enhance.for_launch(session, repo.root, payload)
+    return {
+        "payload": approved.text,
+        "original": approved.original if approved.keep_original else None,
+    }
 
 
 def architect_context(

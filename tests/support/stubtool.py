@@ -10,8 +10,10 @@ A rule: {"match": [...], "stdout": str, "stderr": str, "exit": int, "sleep": sec
 SIGTERM and write its pid to $STUB_HOME/<tool>.grandchild), "write": {path: text} (a relative
 path is relative to the call's cwd), "delete": [path, ...], "write_after_flag": {flag: text}
 (write text to the path given after that flag, e.g. codex's `-o FILE`), "stdout_file": path
-(answer with a file's text), "times": n (the rule answers at most n calls, then the next
-matching rule does)}. Every call writes its pid to $STUB_HOME/<tool>.pid.
+(answer with a file's text), "stdout_hex": hex (answer with these raw bytes, e.g. invalid
+UTF-8), "copy_flag_file": {flag: path} (copy the file named by the argument after `flag`, e.g.
+an instruction file, to `path` before answering), "times": n (the rule answers at most n
+calls, then the next matching rule does)}. Every call writes its pid to $STUB_HOME/<tool>.pid.
 """
 
 from __future__ import annotations
@@ -175,12 +177,19 @@ def main(tool: str) -> None:
     for flag, text in dict(rule.get("write_after_flag") or {}).items():  # type: ignore[call-overload]
         if flag in argv[:-1]:
             Path(argv[argv.index(flag) + 1]).write_text(str(text), encoding="utf-8")
+    for flag, dest in dict(rule.get("copy_flag_file") or {}).items():  # type: ignore[call-overload]
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            Path(dest).write_bytes(Path(argv[argv.index(flag) + 1]).read_bytes())
     if rule.get("sleep"):
         time.sleep(float(rule["sleep"]))  # type: ignore[arg-type]
     out = str(rule.get("stdout", ""))
     if rule.get("stdout_file"):
         out = Path(str(rule["stdout_file"])).read_text(encoding="utf-8")
     sys.stdout.write(out)
+    sys.stdout.flush()
+    if rule.get("stdout_hex"):
+        sys.stdout.buffer.write(bytes.fromhex(str(rule["stdout_hex"])))
+        sys.stdout.buffer.flush()
     sys.stderr.write(str(rule.get("stderr", "")))
     sys.stdout.flush()
     sys.exit(int(rule.get("exit", 0)))  # type: ignore[call-overload]

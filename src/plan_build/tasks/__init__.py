@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from invoke.collection import Collection
 
-from plan_build.tasks import dispatch, session
+from plan_build.tasks import dispatch, enhance, session
 
 namespace = Collection()
 for _task in session.TASKS:
     namespace.add_task(_task)
+namespace.add_task(enhance.enhance)
 for _task in dispatch.TASKS:
     namespace.add_task(_task)
 
