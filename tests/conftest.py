@@ -72,6 +72,11 @@ def private_home(
         "EDITOR",
         "CLAUDE_CONFIG_DIR",
         "CODEX_HOME",
+        "CLAUDE_CODE_SESSION_ID",
+        "PLAN_BUILD_CLAUDE_PID",
+        "CODEX_CALL_TIMEOUT_SEC",
+        "CODEX_REVIEW_MODEL",
+        "CODEX_REVIEW_LOOP_MODEL",
     ):
         monkeypatch.delenv(var, raising=False)
     yield home

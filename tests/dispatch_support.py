@@ -200,7 +200,7 @@ def codex_edits(
         "match": ["exec"],
         "write": files,
         "stdout": events(message, usage=usage),
-        "write_after_flag": {"-o": message},
+        "write_flag": {"-o": message},
         "exit": exit,
         **extra,
     }

@@ -349,7 +349,7 @@ def test_every_correction_is_followed_by_a_verification(repo: Path, stubs: Stubs
         for fails in range(4):
             (stubs.home / "calls.jsonl").unlink(missing_ok=True)
             (stubs.home / "codex.json").unlink(missing_ok=True)
-            (stubs.home / "codex.uses.json").unlink(missing_ok=True)
+            (stubs.home / "codex.counts.json").unlink(missing_ok=True)
             git(repo, "checkout", "-q", "--", ".")
             git(repo, "clean", "-qfd", "src", "tests")
             codex_edits(stubs, {"src/app.py": outcome})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from plan_build.gitrepo import Repo, git_env
@@ -16,8 +17,12 @@ from plan_build.gitrepo import Repo, git_env
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
-def worktree_tree(repo: Repo) -> str:
-    """The tree id of the whole work tree as it is now (tracked and untracked, not ignored)."""
+def worktree_tree(repo: Repo, *, exclude: Sequence[str] = ()) -> str:
+    """The tree id of the whole work tree as it is now (tracked and untracked, not ignored).
+
+    `exclude` names paths (relative to the repository root) left out of the tree entirely,
+    e.g. tool state kept inside the work tree.
+    """
     with tempfile.TemporaryDirectory(prefix="plan-build-index-") as tmp:
         index = Path(tmp) / "index"
         real = repo.git_dir / "index"
@@ -25,7 +30,11 @@ def worktree_tree(repo: Repo) -> str:
             shutil.copyfile(real, index)
         env = git_env()
         env["GIT_INDEX_FILE"] = str(index)
-        repo.git("add", "-A", "--", ".", env=env)
+        skip = [f":(exclude,literal){p}" for p in exclude]
+        repo.git("add", "-A", "--", ".", *skip, env=env)
+        if exclude:
+            literal = [f":(literal){p}" for p in exclude]
+            repo.git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *literal, env=env)
         return repo.git("write-tree", env=env).stdout.strip()
 
 

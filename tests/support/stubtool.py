@@ -7,13 +7,16 @@ reproduce the real CLIs' output shapes (docs: shared/docs/agent-cli-facts.md).
 
 A rule: {"match": [...], "stdout": str, "stderr": str, "exit": int, "sleep": seconds,
 "ignore_sigterm": bool, "grandchild": bool (spawn a long-lived grandchild that ignores
-SIGTERM and write its pid to $STUB_HOME/<tool>.grandchild), "write": {path: text} (a relative
-path is relative to the call's cwd), "delete": [path, ...], "write_after_flag": {flag: text}
-(write text to the path given after that flag, e.g. codex's `-o FILE`), "stdout_file": path
-(answer with a file's text), "stdout_hex": hex (answer with these raw bytes, e.g. invalid
-UTF-8), "copy_flag_file": {flag: path} (copy the file named by the argument after `flag`, e.g.
-an instruction file, to `path` before answering), "times": n (the rule answers at most n
-calls, then the next matching rule does)}. Every call writes its pid to $STUB_HOME/<tool>.pid.
+SIGTERM and write its pid to $STUB_HOME/<tool>.grandchild), "write": {path: text},
+"stdout_file": path (answer with a file's text), "stdout_hex": hex (answer with these raw
+bytes, e.g. invalid UTF-8), "copy_flag_file": {flag: path} (copy the file named by the
+argument after `flag`, e.g. an instruction file, to `path` before answering), "write_flag":
+{flag: text} (write text to the path given as the argument after `flag`, e.g. Codex's
+`-o FILE`), "times": N (the rule answers only its first N matching calls; later calls fall
+through to the next rule), "read_stdin": bool (read stdin to its end first and record it as
+the call's "stdin"), "delete": [path, ...] (remove these files; relative paths are relative to
+the call's cwd, as for "write")}. Every call writes its pid to $STUB_HOME/<tool>.pid, so a test
+can check that an interrupted call was killed.
 """
 
 from __future__ import annotations
@@ -120,20 +123,17 @@ def _rules(tool: str, home: Path) -> list[dict[str, object]]:
 
 
 def _pick(tool: str, home: Path, argv: list[str]) -> dict[str, object]:
-    """The first matching rule that has not used up its `times`."""
-    uses_path = home / f"{tool}.uses.json"
-    uses: dict[str, int] = json.loads(uses_path.read_text()) if uses_path.exists() else {}
+    counts_path = home / f"{tool}.counts.json"
+    counts = json.loads(counts_path.read_text()) if counts_path.is_file() else {}
     for index, rule in enumerate(_rules(tool, home)):
-        match = list(rule["match"])  # type: ignore[call-overload]
-        if argv[: len(match)] != match:
+        if argv[: len(rule["match"])] != rule["match"]:  # type: ignore[arg-type]
             continue
-        times = rule.get("times")
-        if times is not None:
-            used = uses.get(str(index), 0)
-            if used >= int(times):  # type: ignore[call-overload]
+        if "times" in rule:
+            used = counts.get(str(index), 0)
+            if used >= int(rule["times"]):  # type: ignore[call-overload]
                 continue
-            uses[str(index)] = used + 1
-            uses_path.write_text(json.dumps(uses))
+            counts[str(index)] = used + 1
+            counts_path.write_text(json.dumps(counts))
         return rule
     raise SystemExit(f"stub {tool}: no rule matches {argv}")
 
@@ -141,6 +141,7 @@ def _pick(tool: str, home: Path, argv: list[str]) -> dict[str, object]:
 def main(tool: str) -> None:
     home = Path(os.environ["STUB_HOME"])
     argv = sys.argv[1:]
+    rule = _pick(tool, home, argv)
     record = {
         "tool": tool,
         "argv": argv,
@@ -149,10 +150,11 @@ def main(tool: str) -> None:
         "pid": os.getpid(),
         "stdin_tty": sys.stdin.isatty() if sys.stdin else None,
     }
+    if rule.get("read_stdin"):
+        record["stdin"] = sys.stdin.read() if sys.stdin else None
     with (home / "calls.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
     (home / f"{tool}.pid").write_text(str(os.getpid()))
-    rule = _pick(tool, home, argv)
     if rule.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if rule.get("grandchild"):
@@ -174,9 +176,11 @@ def main(tool: str) -> None:
         Path(path).write_text(str(text), encoding="utf-8")
     for path in list(rule.get("delete") or []):  # type: ignore[call-overload]
         Path(path).unlink(missing_ok=True)
-    for flag, text in dict(rule.get("write_after_flag") or {}).items():  # type: ignore[call-overload]
-        if flag in argv[:-1]:
-            Path(argv[argv.index(flag) + 1]).write_text(str(text), encoding="utf-8")
+    for flag, text in dict(rule.get("write_flag") or {}).items():  # type: ignore[call-overload]
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            target = Path(argv[argv.index(flag) + 1])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(str(text), encoding="utf-8")
     for flag, dest in dict(rule.get("copy_flag_file") or {}).items():  # type: ignore[call-overload]
         if flag in argv and argv.index(flag) + 1 < len(argv):
             Path(dest).write_bytes(Path(argv[argv.index(flag) + 1]).read_bytes())
