@@ -215,3 +215,13 @@ def ready(repo: Path, stubs: Stubs, memory_server: MemoryServer, bundle: Path) -
     git(repo, "add", ".agentmemory-project")
     git(repo, "commit", "-q", "-m", "identity")
     return repo
+
+
+@pytest.fixture(scope="session")
+def real_bundle(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One real release build (zipapp and all) from a checkout in tmp, shared by the session."""
+    from plan_build.release import bundle as release_bundle
+    from tests.support.releases import make_checkout
+
+    base = tmp_path_factory.mktemp("release-build")
+    return release_bundle.build(make_checkout(base / "checkout"), base / "out")

@@ -17,7 +17,6 @@ import datetime as _dt
 import json
 import os
 import re
-import secrets
 import signal
 import threading
 import time
@@ -226,7 +225,7 @@ class Dispatcher:
         self.repo = discover(self.session.cwd, self.env)
         self.path = self.repo.root / taskfile.FILENAME
         stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        self.dispatch_id = f"{stamp}-{secrets.token_hex(2)}"
+        self.dispatch_id = f"{stamp}-{os.urandom(2).hex()}"
         self.run_dir = self.repo.state_dir / "dispatch" / "runs" / self.dispatch_id
         self.described = self.recipe.describe()
         self.attempts: list[Attempt] = []

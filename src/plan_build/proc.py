@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-import psutil
+try:
+    import psutil
+except ImportError:  # pragma: no cover - a release's zipapp run by a Python without psutil
+    psutil = None  # type: ignore[assignment]  # then only the process group is stopped
 
 from plan_build.errors import ExitCode, PlanBuildError
 
@@ -171,6 +174,8 @@ def _kill_tree(child: subprocess.Popen[str]) -> str:
     if pid <= 0:  # a faked process in tests has no real pid
         child.kill()
         return ""
+    if psutil is None:  # a release zipapp on a Python without psutil
+        return _kill_group(child)
     victims: list[psutil.Process] = []
     try:
         parent = psutil.Process(pid)
@@ -185,6 +190,22 @@ def _kill_tree(child: subprocess.Popen[str]) -> str:
     for proc in alive:
         _signal_proc(proc, signal.SIGKILL)
     psutil.wait_procs(alive, timeout=KILL_GRACE)
+    try:
+        out, _ = child.communicate(timeout=KILL_GRACE)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        return ""
+    return out or ""
+
+
+def _kill_group(child: subprocess.Popen[str]) -> str:
+    """Without psutil: SIGTERM the child's process group, then SIGKILL it after the grace."""
+    _signal_group(child.pid, signal.SIGTERM)
+    try:
+        out, _ = child.communicate(timeout=KILL_GRACE)
+        return out or ""
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
+    _signal_group(child.pid, signal.SIGKILL)
     try:
         out, _ = child.communicate(timeout=KILL_GRACE)
     except (subprocess.TimeoutExpired, ValueError, OSError):

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from invoke.collection import Collection
 
-from plan_build.tasks import dispatch, enhance, review, session
+from plan_build.tasks import dispatch, enhance, release, review, session
 
 namespace = Collection()
 for _task in session.TASKS:
     namespace.add_task(_task)
 namespace.add_task(enhance.enhance)
 namespace.add_collection(review.collection)
+namespace.add_collection(release.ns)
 for _task in dispatch.TASKS:
     namespace.add_task(_task)
 
