@@ -22,7 +22,6 @@ SCHEMA: dict[str, Any] = {
     },
     "enhance": {"timeout": float},
     "review": {"codex_timeout": float, "coderabbit_timeout": float, "codex_model": str},
-    "dispatch": {"timeout": float},
 }
 
 

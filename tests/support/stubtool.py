@@ -14,7 +14,9 @@ argument after `flag`, e.g. an instruction file, to `path` before answering), "w
 {flag: text} (write text to the path given as the argument after `flag`, e.g. Codex's
 `-o FILE`), "times": N (the rule answers only its first N matching calls; later calls fall
 through to the next rule), "read_stdin": bool (read stdin to its end first and record it as
-the call's "stdin")}.
+the call's "stdin"), "delete": [path, ...] (remove these files; relative paths are relative to
+the call's cwd, as for "write")}. Every call writes its pid to $STUB_HOME/<tool>.pid, so a test
+can check that an interrupted call was killed.
 """
 
 from __future__ import annotations
@@ -152,6 +154,7 @@ def main(tool: str) -> None:
         record["stdin"] = sys.stdin.read() if sys.stdin else None
     with (home / "calls.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
+    (home / f"{tool}.pid").write_text(str(os.getpid()))
     if rule.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if rule.get("grandchild"):
@@ -171,6 +174,8 @@ def main(tool: str) -> None:
     for path, text in dict(rule.get("write") or {}).items():  # type: ignore[call-overload]
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(str(text), encoding="utf-8")
+    for path in list(rule.get("delete") or []):  # type: ignore[call-overload]
+        Path(path).unlink(missing_ok=True)
     for flag, text in dict(rule.get("write_flag") or {}).items():  # type: ignore[call-overload]
         if flag in argv and argv.index(flag) + 1 < len(argv):
             target = Path(argv[argv.index(flag) + 1])

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from plan_build import proc
+from plan_build import proc, recipe
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.fsutil import atomic_write
 from plan_build.review import coderabbit, codex, plans, prompts
@@ -176,7 +176,9 @@ def _ask_codex(ctx: ReviewContext, wdir: WorkflowDir, context: prompts.PromptCon
             out=wdir.lock / "codex-last-message.md",
             log_dir=wdir.artifacts,
             timeout=codex.timeout_from(ctx.env, ctx.config.get("review.codex_timeout")),
-            model=codex.model_from(ctx.env, ctx.config.get("review.codex_model")),
+            # the fixed recipe's reviewer role, unless codex-review's own override is set
+            model=codex.model_from(ctx.env, ctx.config.get("review.codex_model"))
+            or recipe.RECIPE.role(recipe.REVIEWER).model,
             beat=beat,
             beat_every=every,
             on_retry=lambda why: ctx.console.say(
