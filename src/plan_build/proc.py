@@ -111,47 +111,16 @@ def run(
     args = [os.fspath(a) for a in argv]
     log.debug("run: %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
     started = time.monotonic()
-    try:
-        child = subprocess.Popen(
-            args,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise CommandNotFound(args[0]) from exc
-    except PermissionError as exc:
-        raise PlanBuildError(
-            f"{args[0]} is not executable",
-            f"check the file's permissions (chmod +x {args[0]})",
-            code=ExitCode.PREFLIGHT,
-        ) from exc
-    deadline = started + timeout
-    pending_input = input
-    try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                partial = _kill_tree(child)
-                raise CommandTimeout(args, timeout, partial)
-            window = min(remaining, heartbeat_every) if heartbeat else remaining
-            try:
-                out, err = child.communicate(input=pending_input, timeout=window)
-                break
-            except subprocess.TimeoutExpired:
-                pending_input = None
-                if heartbeat and time.monotonic() < deadline:
-                    heartbeat(time.monotonic() - started)
-    except BaseException:
-        if child.poll() is None:
-            _kill_tree(child)
-        raise
+    child = _start(args, cwd=cwd, env=env, has_input=input is not None, text=True)
+    out, err = _wait(
+        child,
+        args,
+        input=input,
+        timeout=timeout,
+        started=started,
+        heartbeat=heartbeat,
+        heartbeat_every=heartbeat_every,
+    )
     result = Completed(
         argv=tuple(args),
         returncode=child.returncode,
@@ -189,34 +158,20 @@ def run_bytes(
     input: bytes | None = None,
     check: bool = False,
 ) -> CompletedBytes:
-    """`run` for binary data: stdin and stdout are bytes, never decoded or newline-translated.
-
-    Same rules as `run`: argument list, own session, whole tree killed on timeout or Ctrl-C.
-    """
+    """`run` for binary data: stdin and stdout are bytes, never decoded or newline-translated."""
     args = [os.fspath(a) for a in argv]
     log.debug("run (bytes): %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
     started = time.monotonic()
-    try:
-        child = subprocess.Popen(
-            args,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise CommandNotFound(args[0]) from exc
-    try:
-        out, err = child.communicate(input=input, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        _kill_tree(child)  # type: ignore[arg-type]
-        raise CommandTimeout(args, timeout) from exc
-    except BaseException:
-        if child.poll() is None:
-            _kill_tree(child)  # type: ignore[arg-type]
-        raise
+    child = _start(args, cwd=cwd, env=env, has_input=input is not None, text=False)
+    out, err = _wait(
+        child,
+        args,
+        input=input,
+        timeout=timeout,
+        started=started,
+        heartbeat=None,
+        heartbeat_every=timeout,
+    )
     result = CompletedBytes(
         argv=tuple(args),
         returncode=child.returncode,
@@ -231,7 +186,73 @@ def run_bytes(
     return result
 
 
-def _kill_tree(child: subprocess.Popen[str]) -> str:
+def _start(
+    args: list[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    has_input: bool,
+    text: bool,
+) -> subprocess.Popen[Any]:
+    """Start the child in its own session, stdin closed unless input is meant."""
+    try:
+        return subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=text,
+            encoding="utf-8" if text else None,
+            errors="replace" if text else None,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise CommandNotFound(args[0]) from exc
+    except PermissionError as exc:
+        raise PlanBuildError(
+            f"{args[0]} is not executable",
+            f"check the file's permissions (chmod +x {args[0]})",
+            code=ExitCode.PREFLIGHT,
+        ) from exc
+
+
+def _wait(
+    child: subprocess.Popen[Any],
+    args: list[str],
+    *,
+    input: Any,
+    timeout: float,
+    started: float,
+    heartbeat: Callable[[float], None] | None,
+    heartbeat_every: float,
+) -> tuple[Any, Any]:
+    """Collect the child's output; kill its tree on timeout (CommandTimeout) or interruption."""
+    deadline = started + timeout
+    pending_input = input
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                partial = _kill_tree(child)
+                if isinstance(partial, bytes):
+                    partial = partial.decode("utf-8", "replace")
+                raise CommandTimeout(args, timeout, partial)
+            window = min(remaining, heartbeat_every) if heartbeat else remaining
+            try:
+                return child.communicate(input=pending_input, timeout=window)
+            except subprocess.TimeoutExpired:
+                pending_input = None
+                if heartbeat and time.monotonic() < deadline:
+                    heartbeat(time.monotonic() - started)
+    except BaseException:
+        if child.poll() is None:
+            _kill_tree(child)
+        raise
+
+
+def _kill_tree(child: subprocess.Popen[Any]) -> Any:
     """Stop the child, its process group and any descendant that left the group.
 
     SIGTERM first, SIGKILL after a short grace. Returns whatever stdout was produced.
@@ -263,7 +284,7 @@ def _kill_tree(child: subprocess.Popen[str]) -> str:
     return out or ""
 
 
-def _kill_group(child: subprocess.Popen[str]) -> str:
+def _kill_group(child: subprocess.Popen[Any]) -> Any:
     """Without psutil: SIGTERM the child's process group, then SIGKILL it after the grace."""
     _signal_group(child.pid, signal.SIGTERM)
     try:
