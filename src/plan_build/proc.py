@@ -108,26 +108,17 @@ def run(
     when `check` is true. `heartbeat(elapsed)` is called every `heartbeat_every` seconds while
     the command runs, so long reviews can show they are alive.
     """
-    args = [os.fspath(a) for a in argv]
-    log.debug("run: %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
-    started = time.monotonic()
-    child = _start(args, cwd=cwd, env=env, has_input=input is not None, text=True)
-    out, err = _wait(
-        child,
-        args,
-        input=input,
+    args, code, out, err, seconds = _execute(
+        argv,
+        cwd=cwd,
+        env=env,
         timeout=timeout,
-        started=started,
+        input=input,
+        text=True,
         heartbeat=heartbeat,
         heartbeat_every=heartbeat_every,
     )
-    result = Completed(
-        argv=tuple(args),
-        returncode=child.returncode,
-        stdout=out or "",
-        stderr=err or "",
-        seconds=time.monotonic() - started,
-    )
+    result = Completed(tuple(args), code, out or "", err or "", seconds)
     log.debug("exit %s after %.3fs: %s", result.returncode, result.seconds, quote(args))
     if check and not result.ok:
         raise CommandFailed(result)
@@ -159,31 +150,45 @@ def run_bytes(
     check: bool = False,
 ) -> CompletedBytes:
     """`run` for binary data: stdin and stdout are bytes, never decoded or newline-translated."""
-    args = [os.fspath(a) for a in argv]
-    log.debug("run (bytes): %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
-    started = time.monotonic()
-    child = _start(args, cwd=cwd, env=env, has_input=input is not None, text=False)
-    out, err = _wait(
-        child,
-        args,
-        input=input,
-        timeout=timeout,
-        started=started,
-        heartbeat=None,
-        heartbeat_every=timeout,
+    args, code, out, err, seconds = _execute(
+        argv, cwd=cwd, env=env, timeout=timeout, input=input, text=False
     )
     result = CompletedBytes(
-        argv=tuple(args),
-        returncode=child.returncode,
-        stdout=out or b"",
-        stderr=(err or b"").decode("utf-8", "replace"),
-        seconds=time.monotonic() - started,
+        tuple(args), code, out or b"", (err or b"").decode("utf-8", "replace"), seconds
     )
     if check and not result.ok:
         raise CommandFailed(
             Completed(result.argv, result.returncode, "", result.stderr, result.seconds)
         )
     return result
+
+
+def _execute(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    timeout: float,
+    input: Any,
+    text: bool,
+    heartbeat: Callable[[float], None] | None = None,
+    heartbeat_every: float = 30.0,
+) -> tuple[list[str], int, Any, Any, float]:
+    """Start, wait, and return (argv, exit code, stdout, stderr, seconds)."""
+    args = [os.fspath(a) for a in argv]
+    log.debug("run: %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
+    started = time.monotonic()
+    child = _start(args, cwd=cwd, env=env, has_input=input is not None, text=text)
+    out, err = _wait(
+        child,
+        args,
+        input=input,
+        timeout=timeout,
+        started=started,
+        heartbeat=heartbeat,
+        heartbeat_every=heartbeat_every if heartbeat else timeout,
+    )
+    return args, child.returncode, out, err, time.monotonic() - started
 
 
 def _start(
