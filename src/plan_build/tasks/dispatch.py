@@ -11,11 +11,16 @@ from invoke.exceptions import Exit
 from plan_build.cli import command
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import discover
 
 if TYPE_CHECKING:  # the steps load only when their command runs (startup is benchmarked)
     from plan_build import taskfile
     from plan_build.gitrepo import Repo
+
+
+def discover(session: Session) -> Repo:
+    from plan_build.gitrepo import discover as find
+
+    return find(session.cwd, session.env)
 
 
 @command(
@@ -29,7 +34,7 @@ def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
     from plan_build import taskfile, telemetry
 
     session = Session.from_process()
-    repo = discover(session.cwd, session.env)
+    repo = discover(session)
     if stats:
         summary = telemetry.stats(repo.state_dir)
         if json:

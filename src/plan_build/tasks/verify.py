@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import json as _json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from plan_build import baseline as baseline_mod
-from plan_build import change as change_mod
-from plan_build import commit as commit_mod
-from plan_build import config as config_mod
-from plan_build import gitrepo
-from plan_build import verify as verify_mod
-from plan_build.checks import Check
 from plan_build.cli import command
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError, usage
 from plan_build.ui import Console
 
+if TYPE_CHECKING:  # the steps load only when a task runs: startup stays light
+    from plan_build.baseline import Baseline
+    from plan_build.checks import Check
+    from plan_build.gitrepo import Repo
 
-def _open() -> tuple[Session, gitrepo.Repo]:
+MODES = ("standard", "architect")
+
+
+def _open() -> tuple[Session, Repo]:
+    from plan_build import gitrepo
+
     session = Session.from_process()
     return session, gitrepo.discover(session.cwd, session.env)
 
@@ -38,7 +40,7 @@ def print_checks(console: Console, rows: Sequence[Check]) -> None:
             console.say(f"  {'':<4} {'':<{width}}{console.arrow()} {c.remediation}")
 
 
-def _where(base: baseline_mod.Baseline) -> str:
+def _where(base: Baseline) -> str:
     head = base.head[:12] if base.head else "no commit yet"
     return f"{base.branch or 'detached HEAD'} @ {head}"
 
@@ -52,7 +54,10 @@ def _where(base: baseline_mod.Baseline) -> str:
 )
 def baseline(c: Any, id: str | None = None, mode: str | None = None, json: bool = False) -> None:
     """Snapshot the repository as the session's starting point (plan/architect do it at launch)."""
-    if mode is not None and mode not in verify_mod.MODES:
+    from plan_build import baseline as baseline_mod
+    from plan_build import change as change_mod
+
+    if mode is not None and mode not in MODES:
         raise usage(
             f"--mode must be standard or architect, not {mode!r}",
             "run: plan-build baseline --mode architect",
@@ -73,6 +78,9 @@ def baseline(c: Any, id: str | None = None, mode: str | None = None, json: bool 
 @command(help={"json": "print the session and its intended change as JSON on stdout"})
 def status(c: Any, json: bool = False) -> None:
     """Show the session's intended change: files and lines added/removed since the baseline."""
+    from plan_build import baseline as baseline_mod
+    from plan_build import change as change_mod
+
     session, repo = _open()
     base = baseline_mod.current(repo, session.env, allow_committed=True)
     con = session.console
@@ -123,6 +131,10 @@ def status(c: Any, json: bool = False) -> None:
 )
 def verify_task(c: Any, json: bool = False, mode: str | None = None) -> None:
     """Verify the intended change: project checks, whitespace, secrets, records, links."""
+    from plan_build import baseline as baseline_mod
+    from plan_build import config as config_mod
+    from plan_build import verify as verify_mod
+
     session, repo = _open()
     cfg = config_mod.load(repo.root)
     base = baseline_mod.current(repo, session.env)
@@ -155,6 +167,9 @@ def verify_task(c: Any, json: bool = False, mode: str | None = None) -> None:
 )
 def commit(c: Any, message: str | None = None) -> None:
     """Make one commit of exactly the intended change, after approval. Never pushes."""
+    from plan_build import baseline as baseline_mod
+    from plan_build import commit as commit_mod
+
     session, repo = _open()
     base = baseline_mod.current(repo, session.env)
     out = commit_mod.run(
