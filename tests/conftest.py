@@ -83,6 +83,11 @@ def private_home(
         "EDITOR",
         "CLAUDE_CONFIG_DIR",
         "CODEX_HOME",
+        "CLAUDE_CODE_SESSION_ID",
+        "PLAN_BUILD_CLAUDE_PID",
+        "CODEX_CALL_TIMEOUT_SEC",
+        "CODEX_REVIEW_MODEL",
+        "CODEX_REVIEW_LOOP_MODEL",
     ):
         monkeypatch.delenv(var, raising=False)
     yield home
@@ -185,6 +190,7 @@ def run_cli(
         timeout=timeout,
         check=False,
         stdin=None if input is not None else subprocess.DEVNULL,
+        start_new_session=True,  # no controlling terminal: /dev/tty is never the developer's
     )
     return Result(proc.returncode, proc.stdout, proc.stderr, argv)
 
@@ -220,3 +226,13 @@ def ready(repo: Path, stubs: Stubs, memory_server: MemoryServer, bundle: Path) -
     git(repo, "add", ".agentmemory-project")
     git(repo, "commit", "-q", "-m", "identity")
     return repo
+
+
+@pytest.fixture(scope="session")
+def real_bundle(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One real release build (zipapp and all) from a checkout in tmp, shared by the session."""
+    from plan_build.release import bundle as release_bundle
+    from tests.support.releases import make_checkout
+
+    base = tmp_path_factory.mktemp("release-build")
+    return release_bundle.build(make_checkout(base / "checkout"), base / "out")

@@ -72,3 +72,42 @@ def test_inv_in_a_checkout_runs_the_same_program(tmp_path: Path) -> None:
     r = subprocess.run([str(inv), "--list"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert r.returncode == 0
     assert "  architect " in r.stdout
+
+
+def test_startup_loads_no_heavy_module(tmp_path: Path) -> None:
+    """`plan-build --version` must stay close to `import invoke` (bench/bench_startup.py):
+    templates, YAML, psutil, the secret scanner and the steps load only when a task runs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['plan-build', '--version']\n"
+        "try:\n"
+        "    runpy.run_module('plan_build', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+    out = (
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+        )
+        .stdout.split("\n")[-2]
+        .split()
+    )
+    # (yaml is not listed: `import invoke` itself loads it, so it is in the reference figure)
+    heavy = {
+        "jinja2",
+        "psutil",
+        "detect_secrets",
+        "urllib.request",
+        "plan_build.verify",
+        "plan_build.commit",
+        "plan_build.dispatch",
+        "plan_build.review.rounds",
+        "plan_build.release.bundle",
+        "plan_build.enhance",
+        "plan_build.preflight",
+    }
+    assert sorted(heavy & set(out)) == []

@@ -4,10 +4,9 @@ agents on PATH, a loopback AgentMemory and real git. The stub `claude` records w
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import Stubs, git
 from tests.support.memserver import MemoryServer
@@ -51,6 +50,12 @@ def test_plan_launches_interactive_claude_with_the_rendered_prompt(
     assert env["AGENTMEMORY_PROJECT_NAME"] == "github.com/ana/shop"
     assert env["AGENTMEMORY_INJECT_CONTEXT"] == "true"
     assert env["PLAN_BUILD_MEMORY_MODE"] == "required"
+    # the session baseline was taken just before launch and its id reaches Claude
+    sid = env["PLAN_BUILD_SESSION"]
+    assert f"plan-build session: `{sid}`" in prompt
+    assert git(ready, "for-each-ref", "--format=%(refname)", "refs/plan-build/sessions/") == (
+        f"refs/plan-build/sessions/{sid}\n"
+    )
 
 
 def test_yolo_reaches_claude_only_as_dangerously_skip_permissions(
@@ -165,6 +170,16 @@ def test_architect_resume_and_new(ready: Path, stubs: Stubs) -> None:
     assert (archive / "SPEC.md").read_text() == "# old spec\n"
     assert not (ready / "SPEC.md").exists()
     assert f"(SPEC.md, TASKS.md) into `docs/archive/{archive.name}`" in prompt
+    # the baseline predates the archive, so the move is part of the session's change
+    status = subprocess.run(
+        [sys.executable, "-m", "plan_build", "status", "--json"],
+        cwd=ready,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "SPEC.md" in status
+    assert f"docs/archive/{archive.name}/SPEC.md" in status
 
 
 def test_a_failed_archive_aborts_the_launch_and_keeps_the_records(
@@ -208,10 +223,21 @@ def test_dry_run_says_why_it_would_not_launch(
     assert ".agentmemory-project is missing" in r.stdout
     assert not (repo / ".agentmemory-project").exists()
     assert not (repo / "docs").exists()
+    assert git(repo, "for-each-ref", "refs/plan-build/") == ""  # no baseline in a dry run
 
 
-@pytest.mark.parametrize("flag", ["--prompt"])
-def test_prompt_is_not_available_yet(cli, ready: Path, flag: str) -> None:
-    r = cli("plan", flag, cwd=ready, input="x\nEOF\n")
+def test_prompt_without_a_terminal_stops_before_auggie_runs(cli, ready: Path, stubs: Stubs) -> None:
+    r = cli("plan", "--prompt", cwd=ready, input="x\nEOF\n")
+    assert r.code == 3
+    assert "terminal" in r.stderr
+    assert [c for c in stubs.calls("auggie") if "--print" in c["argv"]] == []
+    assert launched(stubs) == []
+
+
+def test_a_request_too_large_for_one_argument_is_refused_before_launch(
+    cli, ready: Path, stubs: Stubs
+) -> None:
+    r = cli("plan", "--dry-run", cwd=ready, input="x" * 140_000 + "\nEOF\n")
     assert r.code == 2
-    assert "not available" in r.stderr
+    assert "at most 128 KiB" in r.stderr
+    assert launched(stubs) == []

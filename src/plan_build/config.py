@@ -21,8 +21,7 @@ SCHEMA: dict[str, Any] = {
         "commands": [{"name": str, "argv": [str], "timeout": float}],
     },
     "enhance": {"timeout": float},
-    "review": {"codex_timeout": float, "coderabbit_timeout": float},
-    "dispatch": {"timeout": float},
+    "review": {"codex_timeout": float, "coderabbit_timeout": float, "codex_model": str},
 }
 
 

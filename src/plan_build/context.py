@@ -30,12 +30,19 @@ class Session:
     @classmethod
     def from_process(cls) -> Session:
         env = dict(os.environ)
+        resources = locate(env)
+        if resources.release_path is not None:
+            # Bound once: children (and Claude Code, exec'd later) keep this exact release.
+            from plan_build.release.binding import ENV, hold
+
+            env[ENV] = os.environ[ENV] = str(resources.release_path)
+            hold(resources.release_path)
         return cls(
             cwd=Path.cwd(),
             env=env,
             console=Console(),
             ui=TerminalInteraction(),
-            resources=locate(env),
+            resources=resources,
             stdin=sys.stdin,
             stdout=sys.stdout,
         )

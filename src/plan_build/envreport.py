@@ -83,7 +83,7 @@ def _config(repo: Repo | None) -> str | None:
 
 def _recipe() -> dict[str, Any] | None:
     try:
-        from plan_build import recipe  # type: ignore[attr-defined]
+        from plan_build import recipe
     except ImportError:
         return None
     described: dict[str, Any] = recipe.describe()

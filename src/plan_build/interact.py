@@ -7,6 +7,7 @@ letter. Without a terminal nothing is ever approved: the gate stops with exit 4.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -43,13 +44,16 @@ def no_terminal(question: str) -> PlanBuildError:
 
 
 def render_choices(choices: Sequence[Choice], default: str) -> str:
+    """`[r]etry · continue [d]egraded · [s]top (default)`: the key bracketed where a word starts
+    with it, else in front."""
     parts = []
     for c in choices:
-        label = (
-            f"[{c.label[0]}]{c.label[1:]}"
-            if c.label[:1].lower() == c.key
-            else (f"[{c.key}] {c.label}")
-        )
+        m = re.search(rf"\b{re.escape(c.key)}", c.label, flags=re.IGNORECASE)
+        if m:
+            i = m.start()
+            label = f"{c.label[:i]}[{c.label[i]}]{c.label[i + 1 :]}"
+        else:
+            label = f"[{c.key}] {c.label}"
         parts.append(label + (" (default)" if c.key == default else ""))
     return " · ".join(parts)
 
@@ -123,8 +127,29 @@ class TerminalInteraction:
                 fh.write(text)
             import shlex
 
-            proc.run_attached([*shlex.split(editor), str(path)])
-            return path.read_text(encoding="utf-8")
+            try:
+                words = shlex.split(editor)
+            except ValueError as exc:
+                raise PlanBuildError(
+                    f"cannot read the editor command {editor!r}: {exc}",
+                    "fix the quoting in VISUAL or EDITOR",
+                    code=ExitCode.APPROVAL,
+                ) from exc
+            code = proc.run_attached([*words, str(path)], terminal=(self.stdin, self.stderr))
+            if code != 0:  # a failed or aborted edit (e.g. vim's :cq) is not an edit
+                raise PlanBuildError(
+                    f"the editor ({editor}) exited {code}; the text was not changed",
+                    "save and quit normally to keep an edit, or check VISUAL/EDITOR",
+                    code=ExitCode.APPROVAL,
+                )
+            try:
+                return path.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise PlanBuildError(
+                    "the edited text is not valid UTF-8; it was not used",
+                    "save the file as UTF-8 in your editor",
+                    code=ExitCode.APPROVAL,
+                ) from exc
         finally:
             path.unlink(missing_ok=True)
 

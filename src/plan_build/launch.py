@@ -14,9 +14,12 @@ from typing import NoReturn
 
 from plan_build import proc
 from plan_build.context import Session
+from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.render import render
 
 YOLO_FLAG = "--dangerously-skip-permissions"
+# Linux refuses any single exec argument over 128 KiB (MAX_ARG_STRLEN); the prompt is one.
+MAX_PROMPT_BYTES = 128 * 1024 - 1
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,14 @@ def build(
     blockers: tuple[str, ...] = (),
 ) -> Launch:
     prompt = render_prompt(session, mode, context)
+    size = len(prompt.encode("utf-8"))
+    if size > MAX_PROMPT_BYTES:
+        raise PlanBuildError(
+            f"the rendered prompt is {size // 1024} KiB; Claude Code takes at most 128 KiB as "
+            "its first message",
+            "shorten the request: put long material in a file in the repository and name it",
+            code=ExitCode.USAGE,
+        )
     return Launch(claude_argv(prompt, yolo=yolo), dict(env_added), prompt, repo_root, blockers)
 
 

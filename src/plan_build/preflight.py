@@ -221,6 +221,10 @@ def run(session: Session, opts: Options) -> Report:
     terminal = check_terminal(session, opts.need_terminal)
     worktree, repo = timed_worktree(session)
     probes: list[Probe] = [tool_probe(session, t) for t in ("git", "claude", "codex", "coderabbit")]
+    if opts.prompt:  # `auggie` on PATH and its login: tool.auggie, auggie.login
+        from plan_build import enhance
+
+        probes.append(enhance.preflight_probe(session))
     probes += [lambda: check_safe_mode(session), lambda: check_skill(session, opts.mode)]
     probes += memory_probes(session, opts)
     probes += [make(session) for make in opts.extra]
@@ -309,7 +313,7 @@ def render_ready(report: Report, session: Session) -> str:
 def settle(report: Report, session: Session, opts: Options) -> Report:
     """Print the report; resolve memory failures by asking; raise when the launch is blocked."""
     con = session.console
-    if report.ok and _tty(con.stream):
+    if report.ok and _tty(con.stream) and all(c.status == "pass" for c in report.checks):
         con.say(render_ready(report, session))
     else:
         con.say(render(report, session))

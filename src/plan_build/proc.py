@@ -18,9 +18,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, Any, NoReturn
 
-import psutil
+try:
+    import psutil
+except ImportError:  # pragma: no cover - a release's zipapp run by a Python without psutil
+    psutil = None  # type: ignore[assignment]  # then only the process group is stopped
 
 from plan_build.errors import ExitCode, PlanBuildError
 
@@ -105,20 +108,109 @@ def run(
     when `check` is true. `heartbeat(elapsed)` is called every `heartbeat_every` seconds while
     the command runs, so long reviews can show they are alive.
     """
+    args, code, out, err, seconds = _execute(
+        argv,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        input=input,
+        text=True,
+        heartbeat=heartbeat,
+        heartbeat_every=heartbeat_every,
+    )
+    result = Completed(tuple(args), code, out or "", err or "", seconds)
+    log.debug("exit %s after %.3fs: %s", result.returncode, result.seconds, quote(args))
+    if check and not result.ok:
+        raise CommandFailed(result)
+    return result
+
+
+@dataclass(frozen=True)
+class CompletedBytes:
+    """Like Completed, for output that must stay exact bytes (git blob contents)."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def run_bytes(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    input: bytes | None = None,
+    check: bool = False,
+) -> CompletedBytes:
+    """`run` for binary data: stdin and stdout are bytes, never decoded or newline-translated."""
+    args, code, out, err, seconds = _execute(
+        argv, cwd=cwd, env=env, timeout=timeout, input=input, text=False
+    )
+    result = CompletedBytes(
+        tuple(args), code, out or b"", (err or b"").decode("utf-8", "replace"), seconds
+    )
+    if check and not result.ok:
+        raise CommandFailed(
+            Completed(result.argv, result.returncode, "", result.stderr, result.seconds)
+        )
+    return result
+
+
+def _execute(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    timeout: float,
+    input: Any,
+    text: bool,
+    heartbeat: Callable[[float], None] | None = None,
+    heartbeat_every: float = 30.0,
+) -> tuple[list[str], int, Any, Any, float]:
+    """Start, wait, and return (argv, exit code, stdout, stderr, seconds)."""
     args = [os.fspath(a) for a in argv]
     log.debug("run: %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
     started = time.monotonic()
+    child = _start(args, cwd=cwd, env=env, has_input=input is not None, text=text)
+    out, err = _wait(
+        child,
+        args,
+        input=input,
+        timeout=timeout,
+        started=started,
+        heartbeat=heartbeat,
+        heartbeat_every=heartbeat_every if heartbeat else timeout,
+    )
+    return args, child.returncode, out, err, time.monotonic() - started
+
+
+def _start(
+    args: list[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    has_input: bool,
+    text: bool,
+) -> subprocess.Popen[Any]:
+    """Start the child in its own session, stdin closed unless input is meant."""
     try:
-        child = subprocess.Popen(
+        return subprocess.Popen(
             args,
             cwd=cwd,
             env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
+            text=text,
+            encoding="utf-8" if text else None,
+            errors="replace" if text else None,
             start_new_session=True,
         )
     except FileNotFoundError as exc:
@@ -129,6 +221,19 @@ def run(
             f"check the file's permissions (chmod +x {args[0]})",
             code=ExitCode.PREFLIGHT,
         ) from exc
+
+
+def _wait(
+    child: subprocess.Popen[Any],
+    args: list[str],
+    *,
+    input: Any,
+    timeout: float,
+    started: float,
+    heartbeat: Callable[[float], None] | None,
+    heartbeat_every: float,
+) -> tuple[Any, Any]:
+    """Collect the child's output; kill its tree on timeout (CommandTimeout) or interruption."""
     deadline = started + timeout
     pending_input = input
     try:
@@ -136,11 +241,12 @@ def run(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 partial = _kill_tree(child)
+                if isinstance(partial, bytes):
+                    partial = partial.decode("utf-8", "replace")
                 raise CommandTimeout(args, timeout, partial)
             window = min(remaining, heartbeat_every) if heartbeat else remaining
             try:
-                out, err = child.communicate(input=pending_input, timeout=window)
-                break
+                return child.communicate(input=pending_input, timeout=window)
             except subprocess.TimeoutExpired:
                 pending_input = None
                 if heartbeat and time.monotonic() < deadline:
@@ -149,20 +255,9 @@ def run(
         if child.poll() is None:
             _kill_tree(child)
         raise
-    result = Completed(
-        argv=tuple(args),
-        returncode=child.returncode,
-        stdout=out or "",
-        stderr=err or "",
-        seconds=time.monotonic() - started,
-    )
-    log.debug("exit %s after %.3fs: %s", result.returncode, result.seconds, quote(args))
-    if check and not result.ok:
-        raise CommandFailed(result)
-    return result
 
 
-def _kill_tree(child: subprocess.Popen[str]) -> str:
+def _kill_tree(child: subprocess.Popen[Any]) -> Any:
     """Stop the child, its process group and any descendant that left the group.
 
     SIGTERM first, SIGKILL after a short grace. Returns whatever stdout was produced.
@@ -171,6 +266,8 @@ def _kill_tree(child: subprocess.Popen[str]) -> str:
     if pid <= 0:  # a faked process in tests has no real pid
         child.kill()
         return ""
+    if psutil is None:  # a release zipapp on a Python without psutil
+        return _kill_group(child)
     victims: list[psutil.Process] = []
     try:
         parent = psutil.Process(pid)
@@ -185,6 +282,22 @@ def _kill_tree(child: subprocess.Popen[str]) -> str:
     for proc in alive:
         _signal_proc(proc, signal.SIGKILL)
     psutil.wait_procs(alive, timeout=KILL_GRACE)
+    try:
+        out, _ = child.communicate(timeout=KILL_GRACE)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        return ""
+    return out or ""
+
+
+def _kill_group(child: subprocess.Popen[Any]) -> Any:
+    """Without psutil: SIGTERM the child's process group, then SIGKILL it after the grace."""
+    _signal_group(child.pid, signal.SIGTERM)
+    try:
+        out, _ = child.communicate(timeout=KILL_GRACE)
+        return out or ""
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
+    _signal_group(child.pid, signal.SIGKILL)
     try:
         out, _ = child.communicate(timeout=KILL_GRACE)
     except (subprocess.TimeoutExpired, ValueError, OSError):
@@ -214,17 +327,30 @@ def exec_replace(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None =
 
 
 def run_attached(
-    argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    terminal: tuple[IO[Any], IO[Any]] | None = None,
 ) -> int:
-    """Run an interactive program (an editor) on the user's terminal and wait for it."""
+    """Run an interactive program (an editor) on the user's terminal and wait for it.
+
+    `terminal` is the (input, output) pair to attach it to when that is not this process's own
+    stdin/stdout, e.g. /dev/tty while stdin is a pipe and stdout is captured.
+    """
     log.debug("attached: %s", quote(argv))
+    stdio: dict[str, Any] = {}
+    if terminal is not None:
+        stdio = {"stdin": terminal[0], "stdout": terminal[1], "stderr": terminal[1]}
     try:
-        child = subprocess.Popen(list(argv), cwd=cwd, env=dict(env) if env is not None else None)
+        child = subprocess.Popen(
+            list(argv), cwd=cwd, env=dict(env) if env is not None else None, **stdio
+        )
     except FileNotFoundError as exc:
         raise CommandNotFound(argv[0]) from exc
     try:
         return child.wait()
     except BaseException:
         if child.poll() is None:
-            _kill_tree(child)  # type: ignore[arg-type]
+            _kill_tree(child)
         raise

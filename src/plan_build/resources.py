@@ -1,7 +1,8 @@
 """Where skills and templates come from: the bound release, the installed wheel or the checkout.
 
-A run resolves this once at start (`PLAN_BUILD_RELEASE` pins it for child processes) so a
-release activated meanwhile never mixes generations within one run.
+A run resolves this once at start so a release activated meanwhile never mixes generations
+within one run: `PLAN_BUILD_RELEASE` (set for child processes) names the release; otherwise a
+run whose code comes from a release's zipapp binds to that same release.
 """
 
 from __future__ import annotations
@@ -31,9 +32,19 @@ def locate(env: Mapping[str, str] | None = None) -> Resources:
     env = os.environ if env is None else env
     pinned = env.get("PLAN_BUILD_RELEASE")
     if pinned:
-        path = Path(pinned)
-        return Resources("release", path, path / "templates", path.name, path)
+        return _release(Path(os.path.realpath(pinned)))
+    from plan_build.release.binding import running_bundle
+
+    bundle = running_bundle(PACKAGE_DIR)
+    if bundle is not None:
+        return _release(bundle)
     data = PACKAGE_DIR / "_data"
     if (data / "templates").is_dir():
         return Resources("wheel", data / "skills", data / "templates")
     return Resources("checkout", CHECKOUT_ROOT / "skills", CHECKOUT_ROOT / "templates")
+
+
+def _release(path: Path) -> Resources:
+    from plan_build.release.binding import release_id_of
+
+    return Resources("release", path, path / "templates", release_id_of(path), path)

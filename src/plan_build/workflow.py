@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NoReturn
 
-from plan_build import identity, launch, preflight, records
+from plan_build import baseline, identity, launch, preflight, records
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
@@ -31,23 +31,8 @@ def start(session: Session, req: Request) -> None:
     opts = preflight.Options(
         mode=req.mode, yolo=req.yolo, prompt=req.prompt, need_terminal=not req.dry_run
     )
-    if req.prompt:
-        raise PlanBuildError(
-            "--prompt (Auggie enhancement) is not available in this build yet",
-            "rerun without --prompt",
-            code=ExitCode.USAGE,
-        )
-    report = preflight.run(session, opts)
     blockers: list[str] = []
-    if req.dry_run:
-        session.console.say(preflight.render(report, session))
-        failing = [c for c in report.checks if c.failed]
-        if failing:
-            blockers.append("preflight failed: " + ", ".join(c.id for c in failing))
-        if any(c.degradable for c in failing) and not any(not c.degradable for c in failing):
-            report.memory_mode = "degraded"
-    else:
-        report = preflight.settle(report, session, opts)
+    report = checked(session, opts, blockers, dry_run=req.dry_run)
     repo = report.repo
     if repo is None:  # only reachable in a dry run: settle() raised otherwise
         raise preflight.blocked([c for c in report.checks if c.id == "git.worktree"])
@@ -63,20 +48,33 @@ def start(session: Session, req: Request) -> None:
         "session_id": None,
         "release_id": session.resources.release_id,
     }
+    if req.prompt:
+        context.update(enhanced_context(session, report, repo, payload, dry_run=req.dry_run))
+    session_id = None if req.dry_run else baseline.new_id()
+    context["session_id"] = session_id
     if req.mode == "architect":
-        context.update(architect_context(session, repo, new=req.new, dry_run=req.dry_run))
+        # planned first (nothing moved yet), so every check below runs before any side effect
+        context.update(
+            architect_context(session, repo, new=req.new, dry_run=True, announce=req.dry_run)
+        )
     env_added = identity.memory_env(project_id, degraded=report.memory_mode == "degraded")
     if session.resources.release_path is not None:
         env_added["PLAN_BUILD_RELEASE"] = str(session.resources.release_path)
-    plan = launch.build(
-        session,
-        mode=req.mode,
-        repo_root=repo.root,
-        context=context,
-        env_added=env_added,
-        yolo=req.yolo,
-        blockers=tuple(blockers),
-    )
+    if session_id is not None:
+        env_added["PLAN_BUILD_SESSION"] = session_id
+
+    def build() -> launch.Launch:
+        return launch.build(
+            session,
+            mode=req.mode,
+            repo_root=repo.root,
+            context=context,
+            env_added=env_added,
+            yolo=req.yolo,
+            blockers=tuple(blockers),
+        )
+
+    plan = build()
     if req.dry_run:
         session.stdout.write(launch.dry_run_text(plan))
         session.stdout.flush()
@@ -87,7 +85,32 @@ def start(session: Session, req: Request) -> None:
                 code=ExitCode.PREFLIGHT,
             )
         return
+    # Side effects, in order: the baseline (so the archive move belongs to the session's
+    # change), then the archive. A failed archive aborts the launch with the records in place.
+    baseline.capture(repo, session_id=session_id, mode=req.mode)
+    if req.mode == "architect" and req.new:
+        done = architect_context(session, repo, new=True, dry_run=False)
+        if done != {k: context[k] for k in done}:  # another run took the planned archive name
+            context.update(done)
+            plan = build()
     go(session, plan, req, report.memory_mode)
+
+
+def checked(
+    session: Session, opts: preflight.Options, blockers: list[str], *, dry_run: bool
+) -> preflight.Report:
+    """Preflight, settled with the user; a dry run only records what would block (and renders
+    the prompt as degraded when memory alone fails, since that is what the user could choose)."""
+    report = preflight.run(session, opts)
+    if not dry_run:
+        return preflight.settle(report, session, opts)
+    session.console.say(preflight.render(report, session))
+    failing = [c for c in report.checks if c.failed]
+    if failing:
+        blockers.append("preflight failed: " + ", ".join(c.id for c in failing))
+    if failing and all(c.degradable for c in failing):
+        report.memory_mode = "degraded"
+    return report
 
 
 def go(session: Session, plan: launch.Launch, req: Request, memory_mode: str) -> NoReturn:
@@ -129,14 +152,35 @@ def resolve_identity(session: Session, repo: Repo, *, dry_run: bool, blockers: l
     raise identity.created(proposal)
 
 
+def enhanced_context(
+    session: Session,
+    report: preflight.Report,
+    repo: Repo,
+    payload: str,
+    *,
+    dry_run: bool,
+) -> dict[str, object]:
+    """The `--prompt` step: the approved text replaces the payload; the original stays only when
+    the user asked to keep it. A dry run whose Auggie checks failed shows the request as typed."""
+    from plan_build import enhance
+
+    if dry_run and any(c.failed and c.id in enhance.CHECK_IDS for c in report.checks):
+        return {}
+    approved = enhance.for_launch(session, repo.root, payload)
+    return {
+        "payload": approved.text,
+        "original": approved.original if approved.keep_original else None,
+    }
+
+
 def architect_context(
-    session: Session, repo: Repo, *, new: bool, dry_run: bool
+    session: Session, repo: Repo, *, new: bool, dry_run: bool, announce: bool = True
 ) -> dict[str, object]:
     if not new:
         return {"start_mode": "resume", "archived": [], "archive_dir": ""}
     result = records.archive(repo.root, dry_run=dry_run)
     rel = str(result.directory.relative_to(repo.root))
-    if result.moved:
+    if result.moved and announce:
         verb = "would archive" if dry_run else "archived"
         session.console.say(f"{verb} {', '.join(result.moved)} into {rel}")
     return {

@@ -8,7 +8,15 @@ reproduce the real CLIs' output shapes (docs: shared/docs/agent-cli-facts.md).
 A rule: {"match": [...], "stdout": str, "stderr": str, "exit": int, "sleep": seconds,
 "ignore_sigterm": bool, "grandchild": bool (spawn a long-lived grandchild that ignores
 SIGTERM and write its pid to $STUB_HOME/<tool>.grandchild), "write": {path: text},
-"stdout_file": path (answer with a file's text)}.
+"stdout_file": path (answer with a file's text), "stdout_hex": hex (answer with these raw
+bytes, e.g. invalid UTF-8), "copy_flag_file": {flag: path} (copy the file named by the
+argument after `flag`, e.g. an instruction file, to `path` before answering), "write_flag":
+{flag: text} (write text to the path given as the argument after `flag`, e.g. Codex's
+`-o FILE`), "times": N (the rule answers only its first N matching calls; later calls fall
+through to the next rule), "read_stdin": bool (read stdin to its end first and record it as
+the call's "stdin"), "delete": [path, ...] (remove these files; relative paths are relative to
+the call's cwd, as for "write")}. Every call writes its pid to $STUB_HOME/<tool>.pid, so a test
+can check that an interrupted call was killed.
 """
 
 from __future__ import annotations
@@ -164,9 +172,26 @@ def _rules(tool: str, home: Path) -> list[dict[str, object]]:
     return rules + DEFAULTS.get(tool, [{"match": []}])
 
 
+def _pick(tool: str, home: Path, argv: list[str]) -> dict[str, object]:
+    counts_path = home / f"{tool}.counts.json"
+    counts = json.loads(counts_path.read_text()) if counts_path.is_file() else {}
+    for index, rule in enumerate(_rules(tool, home)):
+        if argv[: len(rule["match"])] != rule["match"]:  # type: ignore[arg-type]
+            continue
+        if "times" in rule:
+            used = counts.get(str(index), 0)
+            if used >= int(rule["times"]):  # type: ignore[call-overload]
+                continue
+            counts[str(index)] = used + 1
+            counts_path.write_text(json.dumps(counts))
+        return rule
+    raise SystemExit(f"stub {tool}: no rule matches {argv}")
+
+
 def main(tool: str) -> None:
     home = Path(os.environ["STUB_HOME"])
     argv = sys.argv[1:]
+    rule = _pick(tool, home, argv)
     record = {
         "tool": tool,
         "argv": argv,
@@ -175,9 +200,11 @@ def main(tool: str) -> None:
         "pid": os.getpid(),
         "stdin_tty": sys.stdin.isatty() if sys.stdin else None,
     }
+    if rule.get("read_stdin"):
+        record["stdin"] = sys.stdin.read() if sys.stdin else None
     with (home / "calls.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
-    rule = next(r for r in _rules(tool, home) if argv[: len(r["match"])] == r["match"])  # type: ignore[arg-type]
+    (home / f"{tool}.pid").write_text(str(os.getpid()))
     if rule.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if rule.get("grandchild"):
@@ -197,12 +224,26 @@ def main(tool: str) -> None:
     for path, text in dict(rule.get("write") or {}).items():  # type: ignore[call-overload]
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(str(text), encoding="utf-8")
+    for path in list(rule.get("delete") or []):  # type: ignore[call-overload]
+        Path(path).unlink(missing_ok=True)
+    for flag, text in dict(rule.get("write_flag") or {}).items():  # type: ignore[call-overload]
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            target = Path(argv[argv.index(flag) + 1])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(str(text), encoding="utf-8")
+    for flag, dest in dict(rule.get("copy_flag_file") or {}).items():  # type: ignore[call-overload]
+        if flag in argv and argv.index(flag) + 1 < len(argv):
+            Path(dest).write_bytes(Path(argv[argv.index(flag) + 1]).read_bytes())
     if rule.get("sleep"):
         time.sleep(float(rule["sleep"]))  # type: ignore[arg-type]
     out = str(rule.get("stdout", ""))
     if rule.get("stdout_file"):
         out = Path(str(rule["stdout_file"])).read_text(encoding="utf-8")
     sys.stdout.write(out)
+    sys.stdout.flush()
+    if rule.get("stdout_hex"):
+        sys.stdout.buffer.write(bytes.fromhex(str(rule["stdout_hex"])))
+        sys.stdout.buffer.flush()
     sys.stderr.write(str(rule.get("stderr", "")))
     sys.stdout.flush()
     sys.exit(int(rule.get("exit", 0)))  # type: ignore[call-overload]

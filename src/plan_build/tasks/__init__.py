@@ -7,10 +7,18 @@ from __future__ import annotations
 
 from invoke.collection import Collection
 
-from plan_build.tasks import session
+from plan_build.tasks import dispatch, enhance, release, review, session
+from plan_build.tasks import verify as verify_tasks
 
 namespace = Collection()
 for _task in session.TASKS:
+    namespace.add_task(_task)
+namespace.add_task(enhance.enhance)
+for _task in verify_tasks.TASKS:
+    namespace.add_task(_task)
+namespace.add_collection(review.collection)
+namespace.add_collection(release.ns)
+for _task in dispatch.TASKS:
     namespace.add_task(_task)
 
 # No task's stdin is ever forwarded to a child process by invoke.

@@ -1,0 +1,361 @@
+"""The session baseline: the repository exactly as it was when a session started.
+
+Three trees are recorded: HEAD's, the user's staged tree and the whole work tree (tracked and
+untracked, not ignored), all taken through a temporary index so the user's index and files stay
+byte-identical. They are pinned by a private ref, `refs/plan-build/sessions/<id>`, pointing at
+a commit whose tree is the work-tree snapshot and whose parents are HEAD (when born) and a
+commit of the staged tree; the pin keeps the objects safe from `git gc` and shows up in no
+branch list. The metadata (JSON) lives under `<git common dir>/plan-build/sessions/<id>/`,
+shared by every worktree and surviving a worktree's removal.
+
+Everything after this step compares against the baseline: the intended change is
+"current work tree minus baseline work tree", and the user's pre-existing edits are
+"baseline minus HEAD".
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from plan_build import fsutil, snapshot
+from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.gitrepo import Repo
+
+ENV_VAR = "PLAN_BUILD_SESSION"
+REF_PREFIX = "refs/plan-build/sessions/"
+ZERO_OID = "0" * 40
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*$")
+MAX_ID_LENGTH = 64
+FORMAT = 1
+
+# plan-build's own bookkeeping commits carry a fixed identity, so a baseline works in a
+# repository where the user has not configured one yet (and is never signed).
+_PIN_IDENTITY = {
+    "GIT_AUTHOR_NAME": "plan-build",
+    "GIT_AUTHOR_EMAIL": "plan-build@localhost",
+    "GIT_COMMITTER_NAME": "plan-build",
+    "GIT_COMMITTER_EMAIL": "plan-build@localhost",
+}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One session's starting point. `id` goes into Claude's environment as PLAN_BUILD_SESSION."""
+
+    id: str
+    created: str  # UTC, ISO 8601
+    worktree: str  # the work tree's top level when captured
+    git_dir: str  # this worktree's git dir: identifies the worktree even after a move
+    branch: str | None  # None: detached HEAD
+    head: str | None  # None: unborn branch (no commit yet)
+    head_tree: str
+    staged_tree: str
+    worktree_tree: str
+    pin: str  # the commit that refs/plan-build/sessions/<id> points at
+    mode: str | None = None  # "standard" / "architect" when the launcher knew it
+    committed: str | None = None  # the commit plan-build made for this session, once made
+    committed_at: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return REF_PREFIX + self.id
+
+    def as_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Baseline:
+        fields: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        required = ("id", "created", "worktree", "git_dir", "head_tree", "staged_tree")
+        missing = [k for k in (*required, "worktree_tree", "pin") if not fields[k]]
+        if missing:
+            raise ValueError(f"missing {', '.join(missing)}")
+        return cls(**fields)
+
+
+def now_utc() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def new_id() -> str:
+    """A sortable, unique session id: UTC time plus 6 random hex digits."""
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def validate_id(session_id: str) -> str:
+    if (
+        not session_id
+        or len(session_id) > MAX_ID_LENGTH
+        or not ID_PATTERN.match(session_id)
+        or session_id.endswith(".lock")
+    ):
+        raise PlanBuildError(
+            f"{session_id!r} is not a valid session id",
+            "use letters, digits, '-', '_' and single dots (at most 64 characters), "
+            "or leave the id out and plan-build picks one",
+            code=ExitCode.USAGE,
+        )
+    return session_id
+
+
+def sessions_dir(repo: Repo) -> Path:
+    return repo.state_dir / "sessions"
+
+
+def meta_path(repo: Repo, session_id: str) -> Path:
+    return sessions_dir(repo) / session_id / "baseline.json"
+
+
+def busy_state(repo: Repo) -> str | None:
+    """What unfinished git operation is in progress in this worktree, if any."""
+    g = repo.git_dir
+    if (g / "MERGE_HEAD").exists():
+        return "a merge"
+    if (g / "rebase-merge").exists() or (g / "rebase-apply").exists():
+        return "a rebase (or git am)"
+    if (g / "CHERRY_PICK_HEAD").exists():
+        return "a cherry-pick"
+    if (g / "REVERT_HEAD").exists():
+        return "a revert"
+    if (g / "sequencer").exists():
+        return "a cherry-pick or revert sequence"
+    return None
+
+
+def unmerged_paths(repo: Repo) -> list[str]:
+    """Paths with conflict stages in the index (read from the index alone: no work-tree scan)."""
+    out = repo.git("ls-files", "--unmerged", "-z").stdout
+    paths = [rec.split("\t", 1)[1] for rec in out.split("\0") if "\t" in rec]
+    return sorted(set(paths))
+
+
+def require_settled(repo: Repo, doing: str) -> None:
+    """Refuse while git is in the middle of something: the trees would not mean what they say."""
+    busy = busy_state(repo)
+    if busy:
+        raise PlanBuildError(
+            f"cannot {doing}: {busy} is in progress in {repo.root}",
+            "finish it (git status shows how) or abort it, then run this again",
+            code=ExitCode.BLOCKED,
+        )
+    unmerged = unmerged_paths(repo)
+    if unmerged:
+        shown = ", ".join(unmerged[:5]) + (" …" if len(unmerged) > 5 else "")
+        raise PlanBuildError(
+            f"cannot {doing}: {len(unmerged)} path(s) have unresolved conflicts ({shown})",
+            "resolve the conflicts and git add the files (or abort the operation), then retry",
+            code=ExitCode.BLOCKED,
+        )
+
+
+def head_and_tree(repo: Repo) -> tuple[str | None, str]:
+    """HEAD's commit and tree in one git call; (None, empty tree) on an unborn branch."""
+    r = repo.git("rev-parse", "HEAD^{commit}", "HEAD^{tree}", "--", check=False)
+    lines = r.stdout.split()
+    if r.ok and len(lines) >= 2:
+        return lines[0], lines[1]
+    return None, snapshot.EMPTY_TREE
+
+
+def _pin_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(_PIN_IDENTITY)
+    return env
+
+
+def _commit_tree(repo: Repo, tree: str, parents: list[str], message: str) -> str:
+    args = ["commit-tree", tree]
+    for parent in parents:
+        args += ["-p", parent]
+    return repo.git(*args, "-F", "-", env=_pin_env(), input=message).stdout.strip()
+
+
+def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = None) -> Baseline:
+    """Snapshot the repository as it is now and pin it as session `session_id` (new if None).
+
+    Writes only git objects, one private ref and the metadata file; the user's index, work
+    tree, branches and HEAD are untouched.
+    """
+    sid = validate_id(session_id) if session_id is not None else new_id()
+    require_settled(repo, "take a session baseline")
+    if session_id is not None and (
+        meta_path(repo, sid).exists() or _ref_target(repo, REF_PREFIX + sid)
+    ):
+        raise PlanBuildError(
+            f"session {sid} already has a baseline",
+            "choose another id, or leave the id out and plan-build picks a new one",
+            code=ExitCode.USAGE,
+        )
+    head, head_tree = head_and_tree(repo)
+    branch = repo.branch()
+    snap = snapshot.capture(repo)
+    if repo.head() != head:
+        raise PlanBuildError(
+            "HEAD moved while the baseline was being taken",
+            "wait for the other git command to finish, then retry",
+            code=ExitCode.BLOCKED,
+        )
+    base = Baseline(
+        id=sid,
+        created=now_utc(),
+        worktree=str(repo.root),
+        git_dir=str(repo.git_dir),
+        branch=branch,
+        head=head,
+        head_tree=head_tree,
+        staged_tree=snap.staged_tree,
+        worktree_tree=snap.worktree_tree,
+        pin="",
+        mode=mode,
+    )
+    parents = [head] if head else []
+    if snap.staged_tree != head_tree:  # keep the staged tree reachable too
+        parents.append(
+            _commit_tree(
+                repo, snap.staged_tree, parents[:1], f"plan-build session {sid}: staged tree\n"
+            )
+        )
+    meta = json.dumps({k: v for k, v in base.as_json().items() if k != "pin"}, sort_keys=True)
+    pin = _commit_tree(
+        repo, snap.worktree_tree, parents, f"plan-build session {sid}: baseline\n\n{meta}\n"
+    )
+    base = replace(base, pin=pin)
+    pinned = repo.git(
+        "update-ref", "-m", f"plan-build baseline {sid}", base.ref, pin, ZERO_OID, check=False
+    )
+    if not pinned.ok:  # the ref appeared meanwhile: never overwrite another session's pin
+        raise PlanBuildError(
+            f"session {sid} already has a baseline",
+            "leave the id out and plan-build picks a new one",
+            code=ExitCode.USAGE,
+        )
+    save(repo, base)
+    return base
+
+
+def save(repo: Repo, base: Baseline) -> None:
+    fsutil.atomic_write(
+        meta_path(repo, base.id), json.dumps(base.as_json(), indent=2, sort_keys=True) + "\n"
+    )
+
+
+def _ref_target(repo: Repo, ref: str) -> str | None:
+    r = repo.git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+    return r.stdout.strip() or None
+
+
+def _damaged(sid: str, why: str) -> PlanBuildError:
+    return PlanBuildError(
+        f"the baseline of session {sid} is damaged: {why}",
+        "start a new session baseline (plan-build baseline); your files were not touched",
+        code=ExitCode.BLOCKED,
+    )
+
+
+def load(repo: Repo, session_id: str) -> Baseline:
+    """The baseline of `session_id`, checked against its pin (metadata recovered from the pin)."""
+    sid = validate_id(session_id)
+    path = meta_path(repo, sid)
+    target = _ref_target(repo, REF_PREFIX + sid)
+    if path.exists():
+        try:
+            base = Baseline.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError) as exc:
+            raise _damaged(sid, f"{path} cannot be read ({exc})") from exc
+        if base.committed:
+            return base
+        if target is None:
+            raise _damaged(sid, f"{REF_PREFIX + sid} is missing")
+        if target != base.pin:
+            raise _damaged(sid, f"{REF_PREFIX + sid} was moved")
+        return base
+    if target is None:
+        raise PlanBuildError(
+            f"there is no session {sid} in this repository",
+            "check PLAN_BUILD_SESSION, or unset it to use this worktree's latest session",
+            code=ExitCode.USAGE,
+        )
+    # The metadata file was lost (e.g. a cleaned state dir): the pin's message carries it.
+    message = repo.git("cat-file", "commit", target).stdout
+    try:
+        data = json.loads(message.split("\n\n", 2)[-1].strip())
+        base = Baseline.from_json({**data, "pin": target})
+    except (ValueError, TypeError) as exc:
+        raise _damaged(sid, "its metadata cannot be recovered") from exc
+    save(repo, base)
+    return base
+
+
+def all_baselines(repo: Repo) -> list[Baseline]:
+    """Every readable baseline of this repository (all worktrees), oldest first."""
+    found: list[Baseline] = []
+    root = sessions_dir(repo)
+    if root.is_dir():
+        for meta in root.glob("*/baseline.json"):
+            try:
+                found.append(Baseline.from_json(json.loads(meta.read_text(encoding="utf-8"))))
+            except (OSError, ValueError, TypeError):
+                continue
+    return sorted(found, key=lambda b: (b.created, b.id))
+
+
+def current(repo: Repo, env: Mapping[str, str], *, allow_committed: bool = False) -> Baseline:
+    """The session this command is about: PLAN_BUILD_SESSION, else this worktree's latest."""
+    sid = env.get(ENV_VAR, "").strip()
+    if sid:
+        base = load(repo, sid)
+        if Path(base.git_dir) != repo.git_dir:
+            raise PlanBuildError(
+                f"session {sid} (from {ENV_VAR}) belongs to the worktree at {base.worktree}",
+                f"run this in that worktree, or unset {ENV_VAR} to use this worktree's session",
+                code=ExitCode.USAGE,
+            )
+    else:
+        mine = [b for b in all_baselines(repo) if Path(b.git_dir) == repo.git_dir]
+        if not mine:
+            raise PlanBuildError(
+                f"no session baseline for the worktree at {repo.root}",
+                "start a session (plan-build plan or architect), or take one: plan-build baseline",
+                code=ExitCode.USAGE,
+            )
+        base = load(repo, mine[-1].id)
+    if base.committed and not allow_committed:
+        raise PlanBuildError(
+            f"session {base.id} was already committed as {base.committed[:12]}",
+            "start a new session (or take a new baseline: plan-build baseline)",
+            code=ExitCode.USAGE,
+        )
+    return base
+
+
+def mark_committed(repo: Repo, base: Baseline, commit: str) -> Baseline:
+    """Record the session's one commit and drop its pin (the baseline has served its purpose)."""
+    done = replace(base, committed=commit, committed_at=now_utc())
+    save(repo, done)
+    repo.git("update-ref", "-d", base.ref, base.pin, check=False)
+    return done
+
+
+__all__ = [
+    "ENV_VAR",
+    "REF_PREFIX",
+    "Baseline",
+    "all_baselines",
+    "busy_state",
+    "capture",
+    "current",
+    "load",
+    "mark_committed",
+    "new_id",
+    "require_settled",
+    "validate_id",
+]

@@ -1,0 +1,298 @@
+"""What a dispatch found, and how it is written down: the attempt records, the evidence
+block plan-build puts into the task in TASKS.md, and the one-line next step.
+
+Evidence is Markdown meant for the architect and the reviewer: per attempt the role, model,
+Codex's exit and duration, reported token usage (or "unknown"), the changed files against the
+scope, and each verification command with its exit code and, when it failed, the tail of its
+output (credentials withheld).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from plan_build import redact, telemetry
+from plan_build.errors import ExitCode
+from plan_build.render import fence
+from plan_build.taskfile import IN_PROGRESS, PENDING, REVIEW
+
+SCOPE_MARKER = "SCOPE EXPANSION NEEDED:"
+EVIDENCE_TAIL_LINES = 15
+EVIDENCE_TAIL_CHARS = 1_500
+
+REASONS = {
+    "verified": "verification passed",
+    "scope": "scope expansion needed: Codex changed files outside the allowed scope",
+    "scope_requested": "scope expansion needed: Codex reported the task needs files outside the "
+    "allowed scope",
+    "git_state": "Codex changed git state (HEAD or the index), which is not allowed",
+    "codex_timeout": "Codex did not finish within the time limit and was stopped",
+    "codex_failed": "Codex exited with an error",
+    "no_events": "Codex printed no events (no --json output)",
+    "corrections_exhausted": "verification still fails after the last allowed correction",
+    "interrupted": "interrupted (Ctrl-C)",
+}
+
+
+@dataclass
+class VerifyRun:
+    text: str
+    program: str
+    returncode: int | None
+    seconds: float
+    timed_out: bool
+    output: str
+    timeout: int
+
+    @property
+    def passed(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "command": self.text,
+            "exit": self.returncode,
+            "seconds": round(self.seconds, 3),
+            "timed_out": self.timed_out,
+            "passed": self.passed,
+        }
+
+
+@dataclass
+class Attempt:
+    number: int
+    role: str
+    model: str
+    reasoning: str
+    codex_exit: int | None = None
+    codex_seconds: float = 0.0
+    timed_out: bool = False
+    events: telemetry.CodexEvents = field(default_factory=telemetry.CodexEvents)
+    final_message: str = ""
+    changed: list[str] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
+    git_moves: list[str] = field(default_factory=list)
+    verification: list[VerifyRun] | None = None
+    outcome: str = "running"
+
+    @property
+    def verified(self) -> bool:
+        return self.verification is not None and all(v.passed for v in self.verification)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "attempt": self.number,
+            "role": self.role,
+            "model": self.model,
+            "reasoning": self.reasoning,
+            "codex": {
+                "exit": self.codex_exit,
+                "seconds": round(self.codex_seconds, 3),
+                "timed_out": self.timed_out,
+                "events": self.events.events,
+                "thread_id": self.events.thread_id or telemetry.UNKNOWN,
+            },
+            "tokens": self.events.tokens,
+            "changed": self.changed,
+            "outside_scope": self.outside,
+            "git_moves": self.git_moves,
+            "verification": [v.as_json() for v in self.verification]
+            if self.verification is not None
+            else None,
+            "outcome": self.outcome,
+        }
+
+
+@dataclass
+class DispatchResult:
+    task_id: str
+    dispatch_id: str
+    status: str
+    reason: str
+    attempts: list[Attempt]
+    changed: list[str]
+    seconds: float
+    recipe: dict[str, Any]
+    dry_run: bool = False
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.dry_run or self.status in (REVIEW, PENDING, IN_PROGRESS):
+            return ExitCode.OK
+        return ExitCode.BLOCKED
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task_id,
+            "dispatch": self.dispatch_id,
+            "status": self.status,
+            "reason": self.reason,
+            "detail": REASONS.get(self.reason, self.reason),
+            "attempts": [a.as_json() for a in self.attempts],
+            "changed": self.changed,
+            "seconds": round(self.seconds, 3),
+            "recipe": {"id": self.recipe["id"], "fingerprint": self.recipe["fingerprint"]},
+            "dry_run": self.dry_run,
+        }
+
+
+def human_seconds(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+def tail(text: str, lines: int, chars: int) -> str:
+    kept = text.strip("\n").splitlines()[-lines:]
+    out = "\n".join(kept)
+    if len(out) > chars:
+        out = "…" + out[-chars:]
+    return out
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Header:
+    dispatch_id: str
+    started_at: str
+    recipe_id: str
+    fingerprint: str
+    memory_mode: str
+
+    def line(self) -> str:
+        stamp = self.started_at.replace("T", " ").replace("Z", " UTC")
+        return (
+            f"**Dispatch {self.dispatch_id}** · {stamp} · recipe {self.recipe_id} "
+            f"`{self.fingerprint[:19]}…` · memory {self.memory_mode}"
+        )
+
+
+def running_block(header: Header, task_id: str, attempt: int, role: str, pid: int) -> str:
+    return (
+        f"{header.line()}\n"
+        f"Outcome: In Progress · attempt {attempt} ({role}) running under pid {pid}\n"
+        f"If no dispatch is running any more, rerun `plan-build dispatch {task_id}` to "
+        "resume; the work tree keeps every change.\n"
+    )
+
+
+def attempt_lines(a: Attempt, env: Mapping[str, str]) -> list[str]:
+    tokens = a.events.usage
+    tok = (
+        f"tokens {tokens.get('input_tokens', '?')} in / {tokens.get('output_tokens', '?')} out"
+        if tokens
+        else "tokens unknown"
+    )
+    if a.timed_out:
+        codex = f"codex stopped after {human_seconds(a.codex_seconds)} (time limit)"
+    elif a.codex_exit is None:
+        codex = "codex did not finish"
+    else:
+        codex = f"codex exit {a.codex_exit} in {human_seconds(a.codex_seconds)}"
+    lines = [f"- Attempt {a.number} · {a.role} ({a.model}, {a.reasoning}) · {codex} · {tok}"]
+    lines.extend(change_lines(a))
+    lines.extend(verification_lines(a, env))
+    return lines
+
+
+def verification_lines(a: Attempt, env: Mapping[str, str]) -> list[str]:
+    if a.verification is None:
+        return ["  - Verification: not run"]
+    lines = []
+    for v in a.verification:
+        if v.timed_out:
+            status = f"stopped after {v.timeout}s (FAIL)"
+        elif v.returncode is None:
+            status = "could not start (FAIL)"
+        else:
+            status = f"exit {v.returncode} ({'pass' if v.passed else 'FAIL'})"
+        lines.append(f"  - `{v.text}` · {status} · {human_seconds(v.seconds)}")
+        if not v.passed and v.output.strip():
+            kept = redact.redact(tail(v.output, EVIDENCE_TAIL_LINES, EVIDENCE_TAIL_CHARS), env)[0]
+            lines.extend("    " + ln for ln in fence(kept).splitlines())
+    return lines
+
+
+def final_block(
+    header: Header,
+    *,
+    task_id: str,
+    status: str,
+    reason: str,
+    attempts: list[Attempt],
+    max_attempts: int,
+    changed: list[str],
+    seconds: float,
+    env: Mapping[str, str],
+) -> str:
+    if reason == "verified":
+        summary = f"verified on attempt {len(attempts)} of {max_attempts}"
+    else:
+        summary = REASONS.get(reason, reason)
+    lines = [header.line(), f"Outcome: {status} · {summary} · {human_seconds(seconds)}"]
+    for a in attempts:
+        lines.extend(attempt_lines(a, env))
+    if changed:
+        lines.append("- Changed since the dispatch began: " + ", ".join(f"`{p}`" for p in changed))
+    lines.append(f"- Next: {next_step(status, reason, task_id)}")
+    return "\n".join(lines) + "\n"
+
+
+def change_lines(a: Attempt) -> list[str]:
+    lines = []
+    if a.changed:
+        shown = ", ".join(f"`{p}`" for p in a.changed[:20])
+        more = f" and {len(a.changed) - 20} more" if len(a.changed) > 20 else ""
+        note = "all in scope" if not a.outside else f"{len(a.outside)} outside the scope"
+        lines.append(f"  - Changed: {shown}{more} ({note})")
+    else:
+        lines.append("  - Changed: nothing")
+    if a.outside:
+        lines.append("  - Outside the scope: " + ", ".join(f"`{p}`" for p in a.outside))
+    lines.extend(f"  - {move}" for move in a.git_moves)
+    reported = a.events.failures[-2:]
+    if not reported and a.codex_exit not in (0, None) and a.events.errors:
+        reported = a.events.errors[-1:]
+    lines.extend(f"  - Codex reported: {one_line(r)}" for r in reported)
+    if a.outcome == "scope_requested":
+        ask = next(
+            (
+                ln.strip()
+                for ln in a.final_message.splitlines()
+                if ln.strip().startswith(SCOPE_MARKER)
+            ),
+            "",
+        )
+        lines.append(f"  - Codex asked: {one_line(ask)}")
+    return lines
+
+
+def next_step(status: str, reason: str, task_id: str) -> str:
+    if status == REVIEW:
+        return (
+            "review the diff (plan-build review.impl or review.repeat), record the CodeRabbit "
+            "outcome, then mark the task Complete"
+        )
+    if reason in ("scope", "scope_requested"):
+        return (
+            "assess the scope change, update SPEC.md/TASKS.md/ADR.md, get the user's approval, "
+            f"decide what happens to the out-of-scope edits, then plan-build dispatch {task_id}"
+        )
+    if reason == "corrections_exhausted":
+        return (
+            "ask the user whether to revise the architecture, scope or acceptance criteria; "
+            "start no dependent task"
+        )
+    if reason == "git_state":
+        return "inspect git log and git status; undo what Codex committed or staged yourself"
+    return (
+        "check that codex works (codex login status; network), then "
+        f"plan-build dispatch {task_id} again"
+    )

@@ -1,0 +1,325 @@
+"""The steps behind the `review.*` tasks. Each takes the process Session plus its flags,
+prints human output on stderr (JSON on stdout) and raises PlanBuildError for every outcome a
+user must act on; "blocked" outcomes use exit 6."""
+
+from __future__ import annotations
+
+import contextlib
+import json as _json
+from collections.abc import Iterator
+from typing import Any
+
+from plan_build.context import Session
+from plan_build.errors import PlanBuildError, usage
+from plan_build.fsutil import atomic_write
+from plan_build.review import ledger as ledger_mod
+from plan_build.review import plans, report, transitions
+from plan_build.review.layout import WorkflowDir, new_id
+from plan_build.review.ledger import Ledger
+from plan_build.review.lock import WorkflowLock, held_by_other, signals_interrupt
+from plan_build.review.resolution import Resolution, claim, resolve
+from plan_build.review.rounds import (
+    FILE_MODE,
+    RoundResult,
+    phase_round,
+    problems,
+    record_of,
+    require_codex,
+    run_round,
+    sync_ledger,
+)
+from plan_build.review.runtime import ReviewContext
+from plan_build.review.steps import Step, inspect
+from plan_build.review.workflow import Workflow, create, load, project_key, save
+
+
+def context(s: Session, workflow: str | None) -> ReviewContext:
+    return ReviewContext.build(s, workflow)
+
+
+def _resolve(ctx: ReviewContext) -> Resolution:
+    res = resolve(ctx.root, ctx.session(), ctx.env, ctx.explicit)
+    if res.note:
+        ctx.console.say(f"note: {res.note}")
+    return res
+
+
+def _none_found(ctx: ReviewContext, res: Resolution, what: str) -> PlanBuildError:
+    hint = "start one with: plan-build review.plan (add --plan PATH to name the plan)"
+    if res.orphans:
+        hint = (
+            f"workflows owned by ended Claude sessions: {', '.join(res.orphans)} "
+            "(take one over with --workflow ID), or " + hint
+        )
+    who = f" for Claude session {res.session.session_id}" if res.session else ""
+    return usage(f"no active review workflow{who} in {ctx.root}; {what}", hint)
+
+
+@contextlib.contextmanager
+def locked(ctx: ReviewContext, res: Resolution) -> Iterator[tuple[Workflow, WorkflowDir]]:
+    """Hold the workflow's lock; re-read it, and claim it for the session if it should be."""
+    if res.wdir is None or res.workflow is None:
+        raise ValueError("locked() needs a resolved workflow")
+    wdir = res.wdir
+    with signals_interrupt(), WorkflowLock(wdir, res.workflow.owner_cwd):
+        wf = load(wdir)
+        session = ctx.session()
+        if res.claim and session is not None:
+            wf = claim(wdir, session, ctx.now())
+            ctx.console.say(f"workflow {wf.id} now belongs to Claude session {session.session_id}")
+        yield wf, wdir
+
+
+def _finish(ctx: ReviewContext, result: RoundResult) -> None:
+    view = result.view
+    label = phase_round(view.phase, view.round)
+    if result.problems:
+        raise transitions.blocked(f"{label} is not ready for approval", result.problems)
+    ctx.console.say(
+        f"{label}: no findings and every reviewer ran. Approve it with plan-build review.approve"
+    )
+
+
+def _describe(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> None:
+    """For a round that is past `working`: say where it stands (blocked rounds exit 6)."""
+    view = inspect(wf, wdir)
+    sync_ledger(ctx, view)
+    label = phase_round(wf.phase, wf.round)
+    if view.step in (Step.COMPLETED, Step.CANCELLED):
+        raise usage(
+            f"workflow {wf.id} is {wf.status}", "start a new one with plan-build review.plan"
+        )
+    ctx.console.say(f"workflow {wf.id} · {label} · step {view.step.value}")
+    ctx.console.say(f"  review    {ctx.rel(view.review_path)}")
+    ctx.console.say(f"  findings  {ctx.rel(view.findings_path)}")
+    found, _ = transitions.gate(ctx, view)
+    hard = [p for p in found if not p.waivable]
+    if hard:
+        waiting = (
+            "is waiting for decisions" if view.step == Step.REVIEW else "cannot be approved yet"
+        )
+        raise transitions.blocked(f"{label} {waiting}", hard)
+    for p in found:
+        ctx.console.say(f"  note: {p.text}")
+    ctx.console.say(
+        f"{label} is decided: approve it with plan-build review.approve, "
+        "or review again with plan-build review.repeat"
+    )
+
+
+def _review_or_describe(
+    ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, focus: str | None
+) -> None:
+    if inspect(wf, wdir).step == Step.WORKING:
+        _finish(ctx, run_round(ctx, wf, wdir, focus))
+    else:
+        _describe(ctx, wf, wdir)
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+def review_next(s: Session, *, workflow: str | None, focus: str | None) -> None:
+    ctx = context(s, workflow)
+    res = _resolve(ctx)
+    if res.workflow is None:
+        raise _none_found(ctx, res, "nothing to review")
+    transitions.require_active(res.workflow)
+    with locked(ctx, res) as (wf, wdir):
+        _review_or_describe(ctx, wf, wdir, focus)
+
+
+def review_plan(s: Session, *, plan: str | None, workflow: str | None, focus: str | None) -> None:
+    ctx = context(s, workflow)
+    res = _resolve(ctx)
+    if res.workflow is None:
+        _create(ctx, res, plan, focus)
+        return
+    if res.workflow.phase != "plan":
+        raise usage(
+            f"workflow {res.workflow.id} is past planning "
+            f"({phase_round(res.workflow.phase, res.workflow.round)})",
+            "review the implementation with plan-build review.impl",
+        )
+    transitions.require_active(res.workflow)
+    with locked(ctx, res) as (wf, wdir):
+        if plan is not None:
+            _replace_plan(ctx, wf, wdir, plan)
+        _review_or_describe(ctx, wf, wdir, focus)
+
+
+def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | None) -> None:
+    require_codex(ctx)
+    session = ctx.session()
+    if plan is not None:
+        source, recorded = plans.source_path(plan, ctx.cwd, ctx.root)
+        data = plans.read_plan(source, plan)
+    else:
+        source = plans.native_plan(ctx.env, session)
+        recorded = str(source)
+        data = plans.read_plan(source, recorded)
+    now = ctx.now()
+    wdir = WorkflowDir(ctx.root, new_id(now))
+    while wdir.path.exists():
+        wdir = WorkflowDir(ctx.root, new_id(now))
+    wdir.artifacts.mkdir(parents=True, exist_ok=True)
+    atomic_write(wdir.plan, data, mode=FILE_MODE)
+    ledger_mod.ensure(wdir.ledger)
+    wf = create(wdir, now, focus or "")
+    wf.plan_source_path = recorded
+    if session is not None:
+        wf.owner_session_id = session.session_id
+        wf.owner_cwd = session.cwd
+        wf.owner_project_key = project_key(session.cwd) if session.cwd else ""
+    save(wdir, wf, now)  # last: a directory without workflow.json is not a workflow
+    ctx.console.say(f"Created workflow {wf.id} (plan from {recorded}).")
+    created = Resolution(wf, wdir, session)
+    with locked(ctx, created) as (wf, wdir):
+        _finish(ctx, run_round(ctx, wf, wdir, focus))
+
+
+def _replace_plan(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, given: str) -> None:
+    source, recorded = plans.source_path(given, ctx.cwd, ctx.root)
+    data = plans.read_plan(source, given)
+    try:
+        current: bytes | None = wdir.plan.read_bytes()
+    except FileNotFoundError:
+        current = None
+    if current == data:
+        if wf.plan_source_path != recorded:
+            wf.plan_source_path = recorded
+            save(wdir, wf, ctx.now())
+        return
+    view = inspect(wf, wdir)
+    if view.reviewed:
+        sync_ledger(ctx, view)
+        wf.round += 1
+        ctx.console.say(
+            f"plan replaced: the new plan is reviewed in {phase_round('plan', wf.round)}"
+        )
+    atomic_write(wdir.plan, data, mode=FILE_MODE)
+    wf.plan_source_path = recorded
+    save(wdir, wf, ctx.now())
+
+
+def review_impl(s: Session, *, workflow: str | None, focus: str | None) -> None:
+    ctx = context(s, workflow)
+    res = _resolve(ctx)
+    if res.workflow is None:
+        raise _none_found(ctx, res, "review.impl continues a workflow whose plan was reviewed")
+    transitions.require_active(res.workflow)
+    with locked(ctx, res) as (current, wdir):
+        wf = current
+        if wf.phase == "plan":
+            view = inspect(wf, wdir)
+            if view.step != Step.APPROVAL:
+                found = [p for p in problems(ctx, view, record_of(view)) if not p.waivable]
+                raise transitions.blocked(
+                    f"workflow {wf.id} is in phase plan at step {view.step.value}; "
+                    "review.impl moves on only from an approvable plan round",
+                    found,
+                )
+            require_codex(ctx)
+            wf = transitions.approve(ctx, wf, wdir)
+        _review_or_describe(ctx, wf, wdir, focus)
+
+
+def review_repeat(s: Session, *, workflow: str | None, focus: str | None) -> None:
+    ctx = context(s, workflow)
+    res = _resolve(ctx)
+    if res.workflow is None:
+        raise _none_found(ctx, res, "nothing to repeat")
+    transitions.require_active(res.workflow)
+    with locked(ctx, res) as (current, wdir):
+        require_codex(ctx)
+        wf = transitions.repeat(ctx, current, wdir)
+        _finish(ctx, run_round(ctx, wf, wdir, focus))
+
+
+def review_approve(s: Session, *, workflow: str | None) -> None:
+    ctx = context(s, workflow)
+    res = _resolve(ctx)
+    if res.workflow is None:
+        raise _none_found(ctx, res, "nothing to approve")
+    with locked(ctx, res) as (wf, wdir):
+        transitions.approve(ctx, wf, wdir)
+
+
+def review_done(s: Session, *, workflow: str | None) -> None:
+    ctx = context(s, workflow)
+    res = _resolve(ctx)
+    if res.workflow is None:
+        raise _none_found(ctx, res, "nothing to finish")
+    if res.workflow.status == "completed":
+        ctx.console.say(f"Workflow {res.workflow.id} is already completed.")
+        return
+    with locked(ctx, res) as (wf, wdir):
+        transitions.done(ctx, wf, wdir)
+
+
+def _report(ctx: ReviewContext, res: Resolution) -> report.Report:
+    if res.wdir is None or res.workflow is None:
+        raise ValueError("_report() needs a resolved workflow")
+    other = held_by_other(res.wdir)
+    if other is not None:
+        wf = load(res.wdir)
+        view = inspect(wf, res.wdir)
+        return report.build(ctx, view, Ledger.load(res.wdir.ledger), synced=False)
+    with locked(ctx, res) as (wf, wdir):
+        view = inspect(wf, wdir)
+        ledger = sync_ledger(ctx, view)
+        return report.build(ctx, view, ledger)
+
+
+def _print_json(s: Session, data: dict[str, Any]) -> None:
+    s.stdout.write(_json.dumps(data, indent=2) + "\n")
+    s.stdout.flush()
+
+
+def review_status(s: Session, *, workflow: str | None, json: bool, summary: bool = False) -> None:
+    ctx = context(s, workflow)
+    res = _resolve(ctx)
+    if res.workflow is None:
+        if json:
+            _print_json(s, report.empty_json())
+        ctx.console.say("No active workflow found.")
+        if res.orphans:
+            ctx.console.say(
+                f"  owned by ended Claude sessions: {', '.join(res.orphans)} "
+                "(take one over with --workflow ID)"
+            )
+        return
+    r = _report(ctx, res)
+    if json:
+        _print_json(s, report.as_json(ctx, r))
+    elif summary:
+        report.print_summary(ctx, r, ctx.console)
+    else:
+        report.print_status(ctx, r, ctx.console)
+
+
+def review_summary(s: Session, *, workflow: str | None, json: bool) -> None:
+    review_status(s, workflow=workflow, json=json, summary=True)
+
+
+def review_doctor(s: Session, *, json: bool) -> None:
+    from plan_build.review import doctor
+
+    result = doctor.run(s)
+    if json:
+        _print_json(s, result.as_json())
+    else:
+        doctor.print_report(result, s.console)
+
+
+__all__ = [
+    "review_approve",
+    "review_doctor",
+    "review_done",
+    "review_impl",
+    "review_next",
+    "review_plan",
+    "review_repeat",
+    "review_status",
+    "review_summary",
+]

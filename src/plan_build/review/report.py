@@ -1,0 +1,186 @@
+"""What `review.status` and `review.summary` show (stderr) and print as JSON (stdout).
+
+The JSON is a stable interface (extend, never rename): `workflow`, `phase`, `round`, `step`,
+`status`, `counts` (`{severity: {total, fix, no_change, open}}`), `findings` (one object per
+ledger row of the round, keyed by the ledger's column names), `reviewed_tree`, `current_tree`
+and `stale` (implementation rounds), plus `task`, `owner_session`, `owner_cwd`,
+`plan_source`, `files`, `reviewers` and `blocking`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from plan_build.review.findings import SEVERITIES
+from plan_build.review.ledger import Counts, Ledger, Row, counts
+from plan_build.review.records import RoundRecord
+from plan_build.review.rounds import Problem, phase_round, problems, record_of, stale
+from plan_build.review.runtime import ReviewContext
+from plan_build.review.steps import RoundView
+from plan_build.ui import Console
+
+
+@dataclass
+class Report:
+    view: RoundView
+    rows: list[Row]
+    counts: dict[str, Counts]
+    record: RoundRecord | None
+    reviewed_tree: str | None = None
+    current_tree: str | None = None
+    stale: bool | None = None
+    blocking: list[Problem] = field(default_factory=list)
+    synced: bool = True  # False when another process held the lock
+
+
+def build(ctx: ReviewContext, view: RoundView, ledger: Ledger, synced: bool = True) -> Report:
+    ids = {(f.reviewer, f.id) for f in view.findings}
+    rows = [
+        r
+        for r in ledger.rows(view.phase, view.round)
+        if (r.get("reviewer"), r.get("finding_id")) in ids
+    ]
+    record = record_of(view)
+    report = Report(view, rows, counts(rows), record, synced=synced)
+    if view.phase == "implement" and view.reviewed:
+        report.reviewed_tree, report.current_tree, report.stale = stale(ctx, record)
+    if view.wf.active:
+        report.blocking = problems(ctx, view, record)
+        if report.stale:
+            report.blocking.append(Problem("the change has moved since this round reviewed it"))
+    return report
+
+
+def as_json(ctx: ReviewContext, r: Report) -> dict[str, Any]:
+    wf, view = r.view.wf, r.view
+    reviewers = {}
+    if r.record is not None:
+        reviewers = {
+            name: {"status": run.status, "reason": run.reason, "seconds": run.seconds}
+            for name, run in r.record.reviewers.items()
+        }
+    return {
+        "workflow": wf.id,
+        "task": wf.task,
+        "phase": wf.phase,
+        "round": wf.round,
+        "step": view.step.value,
+        "status": wf.status,
+        "owner_session": wf.owner_session_id or None,
+        "owner_cwd": wf.owner_cwd or None,
+        "plan_source": wf.plan_source_path or None,
+        "files": {
+            "review": ctx.rel(view.review_path),
+            "findings": ctx.rel(view.findings_path),
+            "ledger": ctx.rel(view.wdir.ledger),
+            "plan": ctx.rel(view.wdir.plan),
+        },
+        "counts": {sev.lower(): r.counts[sev].as_json() for sev in SEVERITIES},
+        "findings": [row.as_json() for row in r.rows],
+        "reviewers": reviewers,
+        "reviewed_tree": r.reviewed_tree,
+        "current_tree": r.current_tree,
+        "stale": r.stale,
+        "blocking": [p.text for p in r.blocking],
+        "synced": r.synced,
+    }
+
+
+def empty_json() -> dict[str, Any]:
+    return {
+        "workflow": None,
+        "phase": None,
+        "round": None,
+        "step": None,
+        "status": None,
+        "counts": {sev.lower(): Counts().as_json() for sev in SEVERITIES},
+        "findings": [],
+        "reviewed_tree": None,
+        "stale": None,
+    }
+
+
+def _freshness(r: Report) -> str | None:
+    if r.view.phase != "implement" or not r.view.reviewed:
+        return None
+    if r.stale is None:
+        return "unknown (this round was not reviewed by plan-build)"
+    if r.stale:
+        return (
+            f"STALE: the change moved since this round reviewed it "
+            f"(reviewed {(r.reviewed_tree or '')[:12]}, now {(r.current_tree or '')[:12]})"
+        )
+    return f"current (tree {(r.reviewed_tree or '')[:12]})"
+
+
+def print_status(ctx: ReviewContext, r: Report, console: Console) -> None:
+    wf, view = r.view.wf, r.view
+    pairs = [
+        ("Workflow", wf.id),
+        ("Task", wf.task or "(unspecified task)"),
+        ("Phase", wf.phase),
+        ("Round", str(wf.round)),
+        ("Step", view.step.value),
+        ("Status", wf.status),
+        ("Owner session", wf.owner_session_id or "(unowned)"),
+        ("Owner cwd", wf.owner_cwd or "(unowned)"),
+        ("Plan source", wf.plan_source_path or "(none recorded)"),
+        ("Review file", ctx.rel(view.review_path)),
+        ("Findings file", ctx.rel(view.findings_path)),
+        ("Decisions ledger", ctx.rel(view.wdir.ledger)),
+    ]
+    if r.record is not None:
+        for name, run in r.record.reviewers.items():
+            detail = "reviewed" if run.clean else f"{run.status}: {run.reason}"
+            pairs.append((name.capitalize() if name != "coderabbit" else "CodeRabbit", detail))
+    fresh = _freshness(r)
+    if fresh:
+        pairs.append(("Change", fresh))
+    for label, value in pairs:
+        console.say(f"{label + ':':<18}{value}")
+    c = r.counts
+    console.say("Counts: " + " ".join(f"{sev.lower()}={c[sev].total}" for sev in SEVERITIES))
+    if not r.synced:
+        console.say("note: a review is running; the ledger was not synced")
+    if r.blocking:
+        console.say(f"Before {phase_round(wf.phase, wf.round)} can be approved:")
+        for p in r.blocking:
+            console.say(f"  - {p.text}")
+
+
+def print_summary(ctx: ReviewContext, r: Report, console: Console) -> None:
+    wf = r.view.wf
+    for label, value in (
+        ("Workflow", wf.id),
+        ("Phase", wf.phase),
+        ("Round", str(wf.round)),
+        ("Owner session", wf.owner_session_id or "(unowned)"),
+        ("Owner cwd", wf.owner_cwd or "(unowned)"),
+        ("Plan source", wf.plan_source_path or "(none recorded)"),
+    ):
+        console.say(f"{label + ':':<15}{value}")
+    for sev in SEVERITIES:
+        c = r.counts[sev]
+        console.say(
+            f"{sev.capitalize()}: {c.total} total, {c.fix} fix, {c.no_change} reject, {c.open} open"
+        )
+    if not r.rows:
+        console.say("No findings recorded for this round.")
+    else:
+        console.say()
+        for row in r.rows:
+            console.say(
+                f"{row.get('finding_id')} {row.get('severity')} decision={row.get('decision')} "
+                f"outcome={row.get('outcome')} selected={row.get('selected')} "
+                f"({row.get('reviewer')})"
+            )
+            console.say(f"    {row.get('finding')}")
+    fresh = _freshness(r)
+    if fresh:
+        console.say(f"Change: {fresh}")
+    if not r.synced:
+        console.say("note: a review is running; the ledger was not synced")
+
+
+__all__ = ["Report", "as_json", "build", "empty_json", "print_status", "print_summary"]

@@ -1,0 +1,124 @@
+"""Which workflow a command acts on.
+
+`--workflow ID` names it explicitly. Otherwise, among the active workflows: with a Claude
+session, the one it owns, else the single unowned one (which the session then claims);
+without a session, the single active one. Workflows owned by other sessions are invisible,
+and more than one candidate is an error naming them all - plan-build never picks one.
+
+Differences from codex-review: an explicit id must exist (codex-review silently creates a
+new workflow instead); a workflow whose owning session has ended can be taken over by naming
+it with --workflow (codex-review never rebinds an owner).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from plan_build.errors import ExitCode, PlanBuildError, usage
+from plan_build.review.layout import WorkflowDir, check_id, workflows_dir
+from plan_build.review.sessions import ClaudeSession, live_session_ids
+from plan_build.review.workflow import Workflow, exists, list_ids, load, project_key, save
+
+
+@dataclass
+class Resolution:
+    workflow: Workflow | None
+    wdir: WorkflowDir | None
+    session: ClaudeSession | None
+    claim: bool = False  # bind the workflow to the session (under the lock)
+    note: str | None = None
+    orphans: tuple[str, ...] = ()  # active workflows whose owning session has ended
+
+
+def _ambiguous(kind: str, ids: list[str]) -> PlanBuildError:
+    return PlanBuildError(
+        f"{kind}: {', '.join(sorted(ids))}",
+        "name the one to act on with --workflow ID (or finish the others with review.done)",
+        code=ExitCode.USAGE,
+    )
+
+
+def resolve(
+    root: Path,
+    session: ClaudeSession | None,
+    env: Mapping[str, str],
+    explicit: str | None = None,
+) -> Resolution:
+    if explicit is not None:
+        return _explicit(root, session, env, check_id(explicit))
+    workflows = [load(WorkflowDir(root, i)) for i in list_ids(root)]
+    active = [wf for wf in workflows if wf.active]
+    if session is None:
+        if len(active) > 1:
+            raise _ambiguous("multiple active workflows found", [wf.id for wf in active])
+        if active:
+            return Resolution(active[0], WorkflowDir(root, active[0].id), None)
+        return Resolution(None, None, None)
+    owned = [wf for wf in active if wf.owned_by(session.session_id)]
+    if len(owned) > 1:
+        raise _ambiguous(
+            f"Claude session {session.session_id} owns several active workflows",
+            [wf.id for wf in owned],
+        )
+    if owned:
+        return Resolution(owned[0], WorkflowDir(root, owned[0].id), session)
+    unowned = [wf for wf in active if not wf.owner_session_id]
+    if len(unowned) > 1:
+        raise _ambiguous(
+            "several unowned active workflows could be this session's", [wf.id for wf in unowned]
+        )
+    if unowned:
+        wf = unowned[0]
+        return Resolution(wf, WorkflowDir(root, wf.id), session, claim=True)
+    others = [wf for wf in active if wf.owner_session_id]
+    orphans: tuple[str, ...] = ()
+    if others:
+        live = live_session_ids(env)
+        orphans = tuple(wf.id for wf in others if wf.owner_session_id not in live)
+    return Resolution(None, None, session, orphans=orphans)
+
+
+def _explicit(
+    root: Path, session: ClaudeSession | None, env: Mapping[str, str], wf_id: str
+) -> Resolution:
+    wdir = WorkflowDir(root, wf_id)
+    if not exists(wdir):
+        known = list_ids(root)
+        raise usage(
+            f"no workflow {wf_id} in {workflows_dir(root)}",
+            f"known workflows: {', '.join(known)}"
+            if known
+            else "start one with: plan-build review.plan",
+        )
+    wf = load(wdir)
+    res = Resolution(wf, wdir, session)
+    if not wf.active or session is None:
+        return res
+    if not wf.owner_session_id:
+        res.claim = True
+    elif wf.owner_session_id != session.session_id:
+        if wf.owner_session_id in live_session_ids(env):
+            res.note = (
+                f"workflow {wf_id} belongs to running session {wf.owner_session_id}; "
+                "acting on it once because --workflow named it"
+            )
+        else:
+            res.claim = True
+            res.note = f"taking over workflow {wf_id} from ended session {wf.owner_session_id}"
+    return res
+
+
+def claim(wdir: WorkflowDir, session: ClaudeSession, now: _dt.datetime) -> Workflow:
+    """Bind the workflow to the session (re-read first, under the caller's lock)."""
+    wf = load(wdir)
+    wf.owner_session_id = session.session_id
+    wf.owner_cwd = session.cwd
+    wf.owner_project_key = project_key(session.cwd) if session.cwd else ""
+    save(wdir, wf, now)
+    return wf
+
+
+__all__ = ["Resolution", "claim", "resolve"]

@@ -1,0 +1,196 @@
+"""Forward-only transitions: approve, repeat, done - each after syncing the current round's
+ledger rows, so no round is left frozen with OPEN rows (codex-review does not sync first).
+
+Approval is refused (exit 6) while any finding lacks a decision, while a CRITICAL, HIGH or
+MEDIUM finding is deferred, when the plan or the change moved since the round reviewed it,
+and - in the implementation phase - while findings are marked FIX in the very round being
+approved (the fix has not been reviewed: apply it and repeat). Deferring LOW findings and
+going ahead without a reviewer that was skipped need the user's confirmation on a terminal;
+both are written to the round's approval record. Without a terminal the gate stops (exit 4).
+"""
+
+from __future__ import annotations
+
+from plan_build.errors import ExitCode, PlanBuildError, usage
+from plan_build.review.layout import WorkflowDir, stamp
+from plan_build.review.records import ApprovalRecord, save_approval, sha256_file
+from plan_build.review.rounds import (
+    Problem,
+    phase_round,
+    problems,
+    record_of,
+    stale,
+    sync_ledger,
+)
+from plan_build.review.runtime import ReviewContext
+from plan_build.review.steps import RoundView, Step, inspect
+from plan_build.review.workflow import Workflow, save
+
+REPEAT = "run plan-build review.repeat to review the change as it is now"
+
+
+def short(tree: str | None) -> str:
+    return tree[:12] if tree else "unknown"
+
+
+def require_active(wf: Workflow) -> None:
+    if not wf.active:
+        raise usage(
+            f"workflow {wf.id} is {wf.status}",
+            "start a new workflow with plan-build review.plan",
+        )
+
+
+def blocked(what: str, found: list[Problem]) -> PlanBuildError:
+    lines = "\n".join(f"  - {p.text}" for p in found)
+    fixes: list[str] = []
+    for p in found:
+        if p.fix and p.fix not in fixes:
+            fixes.append(p.fix)
+    return PlanBuildError(
+        f"{what}:\n{lines}",
+        "; ".join(fixes) or "resolve the points above, then try again",
+        code=ExitCode.BLOCKED,
+    )
+
+
+def gate(ctx: ReviewContext, view: RoundView) -> tuple[list[Problem], str | None]:
+    """Everything that stands between this round and its approval, and the reviewed tree."""
+    record = record_of(view)
+    found = problems(ctx, view, record)
+    tree: str | None = None
+    if view.step != Step.APPROVAL:
+        return found, None
+    if view.phase == "implement":
+        reviewed, current, moved = stale(ctx, record)
+        tree = reviewed
+        if moved:
+            found.append(
+                Problem(
+                    f"the change has moved since {phase_round(view.phase, view.round)} "
+                    f"reviewed it (reviewed {short(reviewed)}, now {short(current)})",
+                    fix=REPEAT,
+                )
+            )
+        elif reviewed is None:
+            ctx.console.say(
+                f"note: {phase_round(view.phase, view.round)} was not reviewed by plan-build, so "
+                "the change it covered is unknown; the commit step will ask for a fresh review"
+            )
+        else:
+            marked = [f.id for f in view.findings if view.token(f) in ("FIX", "ACCEPT")]
+            if marked:
+                found.append(
+                    Problem(
+                        f"{', '.join(marked)} marked FIX, but the change has not moved since "
+                        "this round reviewed it, so the fix is not in what was reviewed",
+                        fix="apply the fixes, then "
+                        + REPEAT.removeprefix("run ")
+                        + " (or record a different decision)",
+                    )
+                )
+    elif (
+        record is not None
+        and record.plan_sha256
+        and sha256_file(view.wdir.plan) != record.plan_sha256
+    ):
+        found.append(
+            Problem(
+                f"{ctx.rel(view.wdir.plan)} changed since "
+                f"{phase_round(view.phase, view.round)} reviewed it",
+                fix="run plan-build review.repeat to review the plan as it is now",
+            )
+        )
+    return found, tree
+
+
+def approve(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
+    """Approve the current round (caller holds the lock): plan → implement round 1, or
+    implement → completed."""
+    require_active(wf)
+    view = inspect(wf, wdir)
+    sync_ledger(ctx, view)
+    found, tree = gate(ctx, view)
+    hard = [p for p in found if not p.waivable]
+    label = phase_round(wf.phase, wf.round)
+    if hard:
+        raise blocked(f"{label} cannot be approved yet", hard)
+    waivable = [p for p in found if p.waivable]
+    if waivable:
+        ctx.console.say(f"{label} is ready except for:")
+        for p in waivable:
+            ctx.console.say(f"  - {p.text}")
+        question = "Approve anyway, recording these in the approval record?"
+        if not ctx.ui.confirm(question, default=False):
+            raise PlanBuildError(
+                f"{label} was not approved",
+                "decide differently, or review again with review.repeat",
+                code=ExitCode.APPROVAL,
+            )
+    record = record_of(view)
+    session = ctx.session()
+    deferred = [
+        {"id": f.id, "severity": f.severity, "reviewer": f.reviewer, "finding": f.text}
+        for f in view.findings
+        if view.token(f) == "DEFER"
+    ]
+    waived = [
+        {"reviewer": r.name, "status": r.status, "reason": r.reason or ""}
+        for r in (record.not_clean() if record else [])
+    ]
+    save_approval(
+        wdir,
+        ApprovalRecord(
+            phase=wf.phase,
+            round=wf.round,
+            approved_at=stamp(ctx.now()),
+            reviewed_tree=tree,
+            plan_sha256=sha256_file(wdir.plan),
+            session=session.session_id if session else None,
+            deferred=deferred,
+            waived=waived,
+            confirmed_on_terminal=bool(waivable),
+        ),
+    )
+    if wf.phase == "plan":
+        wf.phase, wf.round = "implement", 1
+        save(wdir, wf, ctx.now())
+        ctx.console.say(f"Approved {label}. Phase advanced to implement (round 1).")
+    else:
+        wf.status = "completed"
+        save(wdir, wf, ctx.now())
+        ctx.console.say(f"Approved {label}. Workflow {wf.id} completed.")
+    if deferred:
+        ids = ", ".join(d["id"] for d in deferred)
+        ctx.console.say(f"  deferred with your approval: {ids} (list them as known limitations)")
+    return wf
+
+
+def repeat(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
+    """Move to the next round (caller holds the lock; the caller then reviews it)."""
+    require_active(wf)
+    view = inspect(wf, wdir)
+    sync_ledger(ctx, view)
+    if view.step != Step.APPROVAL:
+        found = [p for p in problems(ctx, view, record_of(view)) if not p.waivable]
+        raise blocked(
+            f"{phase_round(wf.phase, wf.round)} is at step {view.step.value}; "
+            "a new round starts only once every finding has a decision",
+            found,
+        )
+    wf.round += 1
+    save(wdir, wf, ctx.now())
+    ctx.console.say(f"Starting {phase_round(wf.phase, wf.round)}.")
+    return wf
+
+
+def done(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
+    view = inspect(wf, wdir)
+    sync_ledger(ctx, view)
+    wf.status = "completed"
+    save(wdir, wf, ctx.now())
+    ctx.console.say(f"Workflow {wf.id} marked completed (without approval).")
+    return wf
+
+
+__all__ = ["approve", "blocked", "done", "gate", "repeat", "require_active", "short"]

@@ -1,0 +1,111 @@
+"""Allowed-scope patterns of a task: repository-relative paths and globs.
+
+`*` and `?` stay within one path segment, `**` spans any number of segments, `[abc]` is a
+character class. A pattern that matches a directory covers everything inside it, so
+`src/audit`, `src/audit/` and `src/audit/**` all allow `src/audit/page.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+_GLOB_CHARS = re.compile(r"[*?\[]")
+
+
+def problem(pattern: str) -> str | None:
+    """Why `pattern` cannot be a scope entry, or None when it can."""
+    if not pattern.strip():
+        return "empty scope entry"
+    if pattern.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", pattern):
+        return f"scope entry {pattern!r} is absolute; write it relative to the repository root"
+    if "\\" in pattern:
+        return f"scope entry {pattern!r} uses backslashes; use / between directories"
+    parts = _normalise(pattern).split("/")
+    if ".." in parts:
+        return f"scope entry {pattern!r} leaves the repository (..)"
+    if parts[0] == ".git" or pattern.strip("/") in {"", "."}:
+        return f"scope entry {pattern!r} would allow the whole repository or .git"
+    if pattern.strip() in {"*", "**", "**/*"}:
+        return f"scope entry {pattern!r} would allow the whole repository"
+    try:
+        _compile(pattern)
+    except re.error as exc:
+        return f"scope entry {pattern!r} is not a valid glob ({exc})"
+    return None
+
+
+def _normalise(pattern: str) -> str:
+    p = pattern.strip()
+    while p.startswith("./"):
+        p = p[2:]
+    if p.endswith("/"):
+        p = p.rstrip("/")
+    return p
+
+
+def _segment(seg: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(seg):
+        ch = seg[i]
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = seg.find("]", i + 2 if seg[i + 1 : i + 2] in ("!", "^") else i + 1)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = seg[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\") + "]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    parts = _normalise(pattern).split("/")
+    rx = ""
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            rx += ".*" if last else "(?:[^/]+/)*"
+        else:
+            rx += _segment(part) + ("" if last else "/")
+    # a pattern that names a directory covers everything below it
+    return re.compile(f"^{rx}(?:/.*)?$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Scope:
+    patterns: tuple[str, ...]
+    _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_compiled", tuple(_compile(p) for p in self.patterns))
+
+    def allows(self, path: str) -> bool:
+        return any(rx.match(path) for rx in self._compiled)
+
+    def outside(self, paths: Iterable[str]) -> list[str]:
+        """The paths this scope does not allow, in the order given."""
+        return [p for p in paths if not self.allows(p)]
+
+    def unmatched(self, files: Sequence[str]) -> list[str]:
+        """Patterns that match none of `files` (typos, or files the task will create)."""
+        return [
+            p
+            for p, rx in zip(self.patterns, self._compiled, strict=True)
+            if not any(rx.match(f) for f in files)
+        ]
+
+
+def is_glob(pattern: str) -> bool:
+    return bool(_GLOB_CHARS.search(pattern))

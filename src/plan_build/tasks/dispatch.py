@@ -1,0 +1,182 @@
+"""Architect-mode tasks: `tasks` (list, lint, stats) and `dispatch TASK-ID`."""
+
+from __future__ import annotations
+
+import json as _json
+from typing import TYPE_CHECKING, Any
+
+from invoke.context import Context
+from invoke.exceptions import Exit
+
+from plan_build.cli import command
+from plan_build.context import Session
+from plan_build.errors import ExitCode, PlanBuildError
+
+if TYPE_CHECKING:  # the steps load only when their command runs (startup is benchmarked)
+    from plan_build import taskfile
+    from plan_build.gitrepo import Repo
+
+
+def discover(session: Session) -> Repo:
+    from plan_build.gitrepo import discover as find
+
+    return find(session.cwd, session.env)
+
+
+@command(
+    help={
+        "json": "print the tasks and problems as JSON on stdout",
+        "stats": "summarise dispatch telemetry (attempts, first-attempt success, exhausted caps)",
+    }
+)
+def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
+    """List and lint the tasks in TASKS.md (errors name the task and the line)."""
+    from plan_build import taskfile, telemetry
+
+    session = Session.from_process()
+    repo = discover(session)
+    if stats:
+        summary = telemetry.stats(repo.state_dir)
+        if json:
+            session.stdout.write(_json.dumps(summary, indent=2, sort_keys=True) + "\n")
+        else:
+            for line in stats_lines(summary):
+                session.console.say(line)
+        return
+    tf = taskfile.read(repo.root / taskfile.FILENAME)
+    tf.problems = sorted(
+        [*tf.problems, *unmatched_scope(tf, repo)], key=lambda p: (p.line, p.level != "error")
+    )
+    if json:
+        payload = {
+            "ok": not tf.errors,
+            "path": str(tf.path),
+            "tasks": [t.as_json() for t in tf.tasks],
+            "problems": [p.as_json() for p in tf.problems],
+        }
+        session.stdout.write(_json.dumps(payload, indent=2) + "\n")
+    else:
+        for line in task_lines(tf):
+            session.console.say(line)
+    if tf.errors:
+        n = len(tf.errors)
+        raise PlanBuildError(
+            f"{taskfile.FILENAME} has {n} problem{'s' if n != 1 else ''}"
+            + ("" if json else " (listed above)"),
+            "fix the named lines, then run plan-build tasks again",
+            code=ExitCode.USAGE,
+        )
+
+
+def unmatched_scope(tf: taskfile.TaskFile, repo: Repo) -> list[taskfile.Problem]:
+    """Warnings for scope entries of unfinished tasks that match no file in the work tree."""
+    from plan_build import taskfile
+    from plan_build.dispatch import repo_files
+    from plan_build.scope import Scope
+    from plan_build.scope import problem as bad_entry
+
+    files = repo_files(repo)
+    out: list[taskfile.Problem] = []
+    for task in tf.tasks:
+        if task.status == taskfile.COMPLETE:
+            continue
+        entries = [(p, ln) for p, ln in zip(task.scope, task.scope_lines, strict=True)]
+        good = [(p, ln) for p, ln in entries if bad_entry(p) is None]
+        lines = dict(good)
+        for pattern in Scope(tuple(p for p, _ in good)).unmatched(files):
+            out.append(
+                taskfile.Problem(
+                    lines[pattern],
+                    f"scope entry {pattern!r} matches no file yet (fine for a file the task "
+                    "creates; otherwise check the spelling)",
+                    task.id,
+                    "warning",
+                )
+            )
+    return out
+
+
+def task_lines(tf: taskfile.TaskFile) -> list[str]:
+    from plan_build import taskfile
+
+    counts: dict[str, int] = {}
+    for t in tf.tasks:
+        counts[t.status or "unknown"] = counts.get(t.status or "unknown", 0) + 1
+    order = [*taskfile.STATUSES, "unknown"]
+    summary = ", ".join(f"{counts[s]} {s.lower()}" for s in order if s in counts)
+    n = len(tf.tasks)
+    lines = [
+        f"{taskfile.FILENAME} · {n} task{'s' if n != 1 else ''}" + (f" · {summary}" if n else "")
+    ]
+    if tf.tasks:
+        lines.append("")
+    width = max((len(t.title) for t in tf.tasks), default=0)
+    width = min(width, 48)
+    for t in tf.tasks:
+        deps = f"  after {', '.join(t.dependencies)}" if t.dependencies else ""
+        title = t.title if len(t.title) <= 48 else t.title[:47] + "…"
+        lines.append(f"  {t.id}  {(t.status or '?'):<11}  {title:<{width}}{deps}".rstrip())
+    if tf.problems:
+        lines.append("")
+        lines.extend(p.human() for p in tf.problems)
+    return lines
+
+
+def stats_lines(s: dict[str, Any]) -> list[str]:
+    if not s["dispatches"] and not s["attempts"]:
+        return ["no dispatches recorded yet"]
+    first = s["first_attempt_success"]
+    rate = "n/a" if first["rate"] is None else f"{first['rate'] * 100:.0f}%"
+    lines = [
+        f"dispatches {s['dispatches']} · attempts {s['attempts']} · "
+        f"first-attempt success {first['count']}/{first['of']} ({rate}) · "
+        f"exhausted caps {s['exhausted_caps']}",
+        "outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(s["outcomes"].items())),
+        "reasons: " + ", ".join(f"{k} {v}" for k, v in sorted(s["reasons"].items())),
+    ]
+    for role, row in sorted(s["by_role"].items()):
+        lines.append(
+            f"  {role:<12} attempts {row['attempts']:<4} verified {row['verified']:<4} "
+            f"mean codex time {row['mean_codex_seconds']}s"
+        )
+    tok = s["tokens"]
+    reported = tok["reported"]
+    lines.append(
+        f"tokens (only where Codex reported usage: {tok['attempts_with_usage']} attempts; "
+        f"unknown for {tok['attempts_unknown']}): "
+        + (", ".join(f"{k} {v}" for k, v in sorted(reported.items())) or "none")
+    )
+    for fp, rec in s["recipes"].items():
+        lines.append(f"recipe {rec['id']} {fp}: {rec['dispatches']} dispatches")
+    if s["unreadable_lines"]:
+        lines.append(f"warning: {s['unreadable_lines']} unreadable telemetry lines skipped")
+    return lines
+
+
+@command(
+    help={
+        "task_id": "the task to run, e.g. TASK-001",
+        "accept_recipe": "pin the current Codex recipe for this repository if it differs",
+        "dry_run": "print the codex argv and the rendered prompt; change nothing",
+        "json": "print the result as JSON on stdout",
+    }
+)
+def dispatch(
+    c: Context,
+    task_id: str,
+    accept_recipe: bool = False,
+    dry_run: bool = False,
+    json: bool = False,
+) -> None:
+    """Run one approved TASKS.md task through Codex: scoped, verified, corrected at most twice."""
+    from plan_build import dispatch as step
+
+    session = Session.from_process()
+    result = step.run(session, task_id, accept_recipe=accept_recipe, dry_run=dry_run)
+    if json:
+        session.stdout.write(_json.dumps(result.as_json(), indent=2) + "\n")
+    if result.exit_code != ExitCode.OK:
+        raise Exit(code=int(result.exit_code))  # the step already said why, on stderr
+
+
+TASKS: list[Any] = [tasks, dispatch]

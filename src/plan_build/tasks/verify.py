@@ -1,0 +1,194 @@
+"""Session-end tasks: baseline, status, verify, commit (thin wrappers over the steps)."""
+
+from __future__ import annotations
+
+import json as _json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from plan_build.cli import command
+from plan_build.context import Session
+from plan_build.errors import ExitCode, PlanBuildError, usage
+from plan_build.ui import Console
+
+if TYPE_CHECKING:  # the steps load only when a task runs: startup stays light
+    from plan_build.baseline import Baseline
+    from plan_build.checks import Check
+    from plan_build.gitrepo import Repo
+
+MODES = ("standard", "architect")
+
+
+def _open() -> tuple[Session, Repo]:
+    from plan_build import gitrepo
+
+    session = Session.from_process()
+    return session, gitrepo.discover(session.cwd, session.env)
+
+
+def _print_json(session: Session, data: Any) -> None:
+    session.stdout.write(_json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    session.stdout.flush()
+
+
+def print_checks(console: Console, rows: Sequence[Check]) -> None:
+    width = max((len(c.id) for c in rows), default=0) + 2
+    for c in rows:
+        mark = console.mark(c.status)
+        console.say(f"  {mark:<4} {c.id:<{width}}{c.detail}")
+        if c.remediation and c.status in ("fail", "warn"):
+            console.say(f"  {'':<4} {'':<{width}}{console.arrow()} {c.remediation}")
+
+
+def _where(base: Baseline) -> str:
+    head = base.head[:12] if base.head else "no commit yet"
+    return f"{base.branch or 'detached HEAD'} @ {head}"
+
+
+@command(
+    help={
+        "id": "session id to use (default: a new time-based id)",
+        "mode": "record the session's workflow: standard or architect",
+        "json": "print the baseline as JSON on stdout instead of its id",
+    }
+)
+def baseline(c: Any, id: str | None = None, mode: str | None = None, json: bool = False) -> None:
+    """Snapshot the repository as the session's starting point (plan/architect do it at launch)."""
+    from plan_build import baseline as baseline_mod
+    from plan_build import change as change_mod
+
+    if mode is not None and mode not in MODES:
+        raise usage(
+            f"--mode must be standard or architect, not {mode!r}",
+            "run: plan-build baseline --mode architect",
+        )
+    session, repo = _open()
+    base = baseline_mod.capture(repo, session_id=id, mode=mode)
+    kept = len(change_mod.raw_diff(repo, base.head_tree, base.worktree_tree))
+    session.console.say(
+        f"baseline {base.id} · {_where(base)} · {kept} path(s) with uncommitted changes kept apart"
+    )
+    if json:
+        _print_json(session, base.as_json())
+    else:
+        session.stdout.write(base.id + "\n")
+        session.stdout.flush()
+
+
+@command(help={"json": "print the session and its intended change as JSON on stdout"})
+def status(c: Any, json: bool = False) -> None:
+    """Show the session's intended change: files and lines added/removed since the baseline."""
+    from plan_build import baseline as baseline_mod
+    from plan_build import change as change_mod
+
+    session, repo = _open()
+    base = baseline_mod.current(repo, session.env, allow_committed=True)
+    con = session.console
+    if base.committed:
+        con.say(f"session {base.id} · committed as {base.committed[:12]} · nothing pending")
+        if json:
+            _print_json(session, {"session": base.id, "committed": base.committed, "change": None})
+        return
+    change = change_mod.compute(repo, base)
+    con.say(f"session {base.id} · {_where(base)} · baseline {base.created}")
+    if change.empty:
+        con.say("  no intended change yet")
+    else:
+        con.say(f"  intended change: {change.summary()}")
+        for f in change.files:
+            counts = "binary" if f.binary else f"+{f.added} −{f.deleted}"
+            con.say(f"    {f.status}  {change_mod.display_path(f.path)}  {counts}")
+    kept = change_mod.raw_diff(repo, base.head_tree, base.worktree_tree)
+    if kept:
+        con.say(f"  kept apart: {len(kept)} path(s) with changes from before the session")
+    if repo.head() != base.head:
+        con.say("  warning: HEAD moved since the baseline; plan-build commit will refuse")
+    if json:
+        _print_json(
+            session,
+            {
+                "session": base.id,
+                "committed": None,
+                "branch": base.branch,
+                "head": base.head,
+                "head_moved": repo.head() != base.head,
+                "pre_existing": len(kept),
+                "change": {
+                    **change.as_json(),
+                    "files": [f.as_json() for f in change.files],
+                    "count": len(change.files),
+                },
+            },
+        )
+
+
+@command(
+    name="verify",
+    help={
+        "json": "print the report as JSON on stdout",
+        "mode": "standard or architect (default: the session's mode, else detected)",
+    },
+)
+def verify_task(c: Any, json: bool = False, mode: str | None = None) -> None:
+    """Verify the intended change: project checks, whitespace, secrets, records, links."""
+    from plan_build import baseline as baseline_mod
+    from plan_build import config as config_mod
+    from plan_build import verify as verify_mod
+
+    session, repo = _open()
+    cfg = config_mod.load(repo.root)
+    base = baseline_mod.current(repo, session.env)
+    con = session.console
+
+    def progress(text: str) -> None:
+        con.say(f"  {con.arrow()} {text}")
+
+    report = verify_mod.run(
+        repo, base, config=cfg, env=session.env, mode_flag=mode, progress=progress
+    )
+    con.say(f"verify · session {base.id} · {report.change.summary()} · {report.mode} mode")
+    print_checks(con, report.checks)
+    if json:
+        _print_json(session, report.as_json())
+    if not report.ok:
+        failed = [c.id for c in report.checks if c.failed]
+        raise PlanBuildError(
+            f"verification failed: {', '.join(failed)}",
+            "fix what is listed above, then run plan-build verify again",
+            code=ExitCode.BLOCKED,
+        )
+    con.say("verified · next: plan-build commit")
+
+
+@command(
+    help={
+        "message": "the commit message (otherwise your editor opens)",
+    }
+)
+def commit(c: Any, message: str | None = None) -> None:
+    """Make one commit of exactly the intended change, after approval. Never pushes."""
+    from plan_build import baseline as baseline_mod
+    from plan_build import commit as commit_mod
+
+    session, repo = _open()
+    base = baseline_mod.current(repo, session.env)
+    out = commit_mod.run(
+        repo,
+        base,
+        ui=session.ui,
+        console=session.console,
+        env=session.env,
+        message=message,
+    )
+    subject = out.message.split("\n", 1)[0]
+    session.console.say(
+        f"committed {out.commit[:12]} on {out.branch or 'detached HEAD'}: {subject} "
+        "(nothing was pushed)"
+    )
+    if out.interrupted:
+        session.console.say("note: Ctrl-C arrived while committing; the commit was finished first")
+    session.stdout.write(out.commit + "\n")
+    session.stdout.flush()
+
+
+TASKS: list[Any] = [baseline, status, verify_task, commit]

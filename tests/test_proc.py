@@ -1,0 +1,106 @@
+"""The process seam: argument lists, closed stdin, timeouts that kill the whole tree."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from plan_build import proc
+
+PY = sys.executable
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_stdin_is_closed_unless_input_is_meant() -> None:
+    r = proc.run([PY, "-c", "import sys; print(repr(sys.stdin.read()))"], timeout=10)
+    assert r.stdout == "''\n"
+    r = proc.run([PY, "-c", "import sys; print(sys.stdin.read())"], input="hello", timeout=10)
+    assert r.stdout == "hello\n"
+
+
+def test_a_missing_program_is_a_clear_error() -> None:
+    with pytest.raises(proc.CommandNotFound) as err:
+        proc.run(["no-such-tool-xyz", "--version"])
+    assert str(err.value) == (
+        "no-such-tool-xyz is not installed or not on PATH\n"
+        "  fix: install no-such-tool-xyz or add its directory to PATH"
+    )
+
+
+def test_timeout_kills_the_child_and_a_grandchild_that_ignores_sigterm(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild"
+    script = (
+        "import os, signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "g = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'], start_new_session=True)\n"
+        f"open({str(pidfile)!r}, 'w').write(str(g.pid))\n"
+        "print('started', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(proc.CommandTimeout) as err:
+        proc.run([PY, "-c", script], timeout=1.5)
+    assert time.monotonic() - started < 15
+    assert "did not finish within 1.5s" in err.value.what
+    grandchild = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(grandchild)
+
+
+def test_heartbeat_is_called_while_a_long_command_runs() -> None:
+    beats: list[float] = []
+    r = proc.run(
+        [PY, "-c", "import time; time.sleep(0.7)"],
+        timeout=10,
+        heartbeat=beats.append,
+        heartbeat_every=0.2,
+    )
+    assert r.ok
+    assert len(beats) >= 2
+    assert beats == sorted(beats)
+
+
+def test_run_bytes_keeps_exact_bytes() -> None:
+    data = b"a\r\nb\x00\xff\n"
+    r = proc.run_bytes(
+        [PY, "-c", "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"],
+        input=data,
+        timeout=10,
+    )
+    assert r.stdout == data
+
+
+def test_check_raises_with_the_tail_of_stderr() -> None:
+    with pytest.raises(proc.CommandFailed) as err:
+        proc.run([PY, "-c", "import sys; sys.stderr.write('boom\\n'); sys.exit(3)"], check=True)
+    assert "exited 3" in err.value.what
+    assert "boom" in err.value.what
+
+
+def test_no_other_module_imports_subprocess() -> None:
+    src = Path(proc.__file__).parent
+    offenders = [
+        str(p.relative_to(src))
+        for p in src.rglob("*.py")
+        if p.name != "proc.py"
+        and any(
+            line.strip().startswith(("import subprocess", "from subprocess"))
+            for line in p.read_text().splitlines()
+        )
+    ]
+    assert offenders == []
+    assert os.path.basename(proc.__file__) == "proc.py"

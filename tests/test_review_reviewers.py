@@ -1,0 +1,169 @@
+"""The reviewers up close: Codex's command line and event stream, CodeRabbit's two output
+forms, what counts as skipped, and the heartbeat while a review runs."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from plan_build.review import coderabbit, codex
+from plan_build.review.reviewers import Outcome, RawFinding, classify, duration, heartbeat
+from plan_build.ui import Console
+from tests.support.reviewkit import CLEAN, codex_rule
+
+
+def test_codex_command_is_read_only_with_json_and_an_output_file(tmp_path: Path) -> None:
+    out = tmp_path / "last.md"
+    argv, stdin = codex.command(out, "review this", "gpt-5.5")
+    assert argv == [
+        "codex",
+        "exec",
+        "--sandbox",
+        "read-only",
+        "--json",
+        "-o",
+        str(out),
+        "-m",
+        "gpt-5.5",
+        "review this",
+    ]
+    assert stdin is None
+    argv, stdin = codex.command(out, "x" * (codex.ARG_LIMIT + 1), None)
+    assert argv[-1] == "-"
+    assert stdin == "x" * (codex.ARG_LIMIT + 1)
+
+
+def test_codex_timeout_and_model_come_from_codex_reviews_variables() -> None:
+    assert codex.timeout_from({}, None) == 720
+    assert codex.timeout_from({}, 90.0) == 90
+    assert codex.timeout_from({"CODEX_CALL_TIMEOUT_SEC": "30"}, 90.0) == 30
+    assert codex.timeout_from({"CODEX_CALL_TIMEOUT_SEC": "soon"}, None) == 720
+    assert codex.model_from({}, None) is None
+    assert codex.model_from({"CODEX_REVIEW_LOOP_MODEL": "o3"}, "cfg") == "o3"
+    assert (
+        codex.model_from({"CODEX_REVIEW_MODEL": "", "CODEX_REVIEW_LOOP_MODEL": ""}, "cfg") == "cfg"
+    )
+
+
+def test_the_heartbeat_beats_while_codex_runs(stubs, tmp_path: Path) -> None:
+    import os
+
+    stubs.rule("codex", codex_rule(CLEAN, sleep=1.2))
+    beats: list[float] = []
+    outcome = codex.run_once(
+        "prompt",
+        cwd=tmp_path,
+        env=dict(os.environ),
+        out=tmp_path / "o.md",
+        log_dir=tmp_path,
+        timeout=30,
+        model=None,
+        beat=beats.append,
+        beat_every=0.3,
+    )
+    assert outcome.ok
+    assert outcome.text == CLEAN
+    assert len(beats) >= 2
+    assert beats == sorted(beats)
+
+
+def test_heartbeat_is_a_line_every_30s_without_a_terminal() -> None:
+    stream = io.StringIO()
+    beat, every = heartbeat(Console(stream=stream, fancy=False), "coderabbit", "reviewing")
+    assert every == 30.0
+    beat(95)
+    assert stream.getvalue() == "  coderabbit  still reviewing · 1m35s\n"
+
+
+def test_skipped_or_failed() -> None:
+    assert classify("codex", "unexpected status 429 Too Many Requests")[0] == "skipped"
+    assert classify("codex", "unexpected status 401 Unauthorized")[1].startswith(
+        "authentication failed"
+    )
+    assert classify("codex", "model not supported") == (
+        "failed",
+        "codex failed: model not supported",
+    )
+    assert duration(4) == "4s"
+    assert duration(3725) == "1h02m"
+
+
+def agent(*events: dict) -> list[dict]:
+    return list(events)
+
+
+def test_coderabbit_agent_events_become_findings() -> None:
+    out = coderabbit.read_agent(
+        agent(
+            {"type": "status", "status": "reviewing"},
+            {"type": "heartbeat"},
+            {
+                "type": "finding",
+                "severity": "critical",
+                "fileName": "a.py",
+                "line": 4,
+                "comment": "SQL injection\nuser input reaches execute()",
+                "codegenInstructions": "Use parameters.",
+            },
+            {
+                "type": "finding",
+                "severity": "minor",
+                "fileName": "b.py",
+                "comment": "",
+                "codegenInstructions": "Rename x.",
+            },
+            {"type": "complete", "status": "review_completed", "findings": 2},
+        )
+    )
+    assert out.ok
+    assert out.findings == [
+        RawFinding(
+            "CRITICAL", "SQL injection", "a.py:4", "user input reaches execute()\n\nUse parameters."
+        ),
+        RawFinding("MEDIUM", "Rename x.", "b.py", ""),
+    ]
+
+
+def test_coderabbit_without_a_complete_event_failed() -> None:
+    out = coderabbit.read_agent(agent({"type": "status", "status": "reviewing"}))
+    assert out.status == "failed"
+
+
+def test_coderabbit_auth_error_is_skipped() -> None:
+    out = coderabbit.read_agent(agent({"type": "error", "errorType": "auth", "message": "Log in"}))
+    assert (out.status, out.reason) == ("skipped", "authentication failed (Log in)")
+
+
+def test_plain_output_without_findings_or_completion_is_not_clean() -> None:
+    assert coderabbit.read_plain("Review completed ✔\n").ok
+    assert coderabbit.read_plain("Connecting...\n").status == "failed"
+    assert coderabbit.read_plain("No files to review\n").status == "skipped"
+
+
+def test_coderabbit_ids_continue_after_codexs() -> None:
+    text, ids = coderabbit.section(
+        Outcome(
+            "coderabbit",
+            "ok",
+            findings=[
+                RawFinding("LOW", "nit"),
+                RawFinding("HIGH", "bug", "x.py:3", "why\nhow"),
+            ],
+        ),
+        {"HIGH": 2, "LOW": 0},
+    )
+    assert ids == ["HIGH-3", "LOW-1"]
+    assert "- [HIGH-3] `x.py:3` bug\n  > why\n  > how\n" in text
+    assert "<!-- plan-build:coderabbit -->" in text
+
+
+def test_coderabbit_command_by_cli_generation() -> None:
+    assert coderabbit.command((0, 3, 4))[:3] == ["coderabbit", "review", "--plain"]
+    assert coderabbit.command((0, 4, 0)) == ["coderabbit", "review", "--agent", "--uncommitted"]
+    assert coderabbit.command(None)[2] == "--plain"
+
+
+def test_codex_events_parse_ignores_noise() -> None:
+    stdout = "WARNING: proceeding\n" + json.dumps({"type": "turn.started"}) + "\n{broken\n"
+    assert codex.events(stdout) == [{"type": "turn.started"}]

@@ -1,0 +1,175 @@
+"""What Codex's `--json` stream tells plan-build, and the dispatch statistics."""
+
+# ruff: noqa: E501 (recorded event streams are kept verbatim, one event per line)
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from plan_build import telemetry
+
+SUCCESS = """\
+{"type":"thread.started","thread_id":"01a22a0c-1f0b-7461-8cfe-43e314f760ae"}
+{"type":"turn.started"}
+{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata for `mock-model` not found"}}
+{"type":"item.completed","item":{"id":"item_1","type":"file_change","changes":[{"path":"src/app.py","kind":"update"}],"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"pytest","aggregated_output":"ok","exit_code":0,"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_3","type":"agent_message","text":"MOCK-REPLY: done"}}
+{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":0}}
+"""
+
+UNAUTHORIZED = """\
+{"type":"thread.started","thread_id":"t"}
+{"type":"turn.started"}
+{"type":"error","message":"Reconnecting... 1/5 (unexpected status 401 Unauthorized: x)"}
+{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized: Incorrect API key"}}
+"""
+
+OFFLINE = """\
+{"type":"thread.started","thread_id":"t"}
+{"type":"turn.started"}
+{"type":"error","message":"Reconnecting... 2/5 (failed to lookup address information)"}
+{"type":"error","message":"Reconnecting... waiting for network"}
+"""
+
+
+def test_a_successful_stream() -> None:
+    ev = telemetry.parse_events(SUCCESS)
+    assert ev.events == 7
+    assert ev.thread_id == "01a22a0c-1f0b-7461-8cfe-43e314f760ae"
+    assert ev.final_message == "MOCK-REPLY: done"
+    assert ev.tokens == {
+        "input_tokens": 10,
+        "cached_input_tokens": 0,
+        "cache_write_input_tokens": 0,
+        "output_tokens": 5,
+        "reasoning_output_tokens": 0,
+    }
+    assert ev.files_reported == ["src/app.py"]
+    assert ev.commands == 1
+    assert ev.failures == []
+    assert ev.errors == ["Model metadata for `mock-model` not found"]
+
+
+def test_a_failed_turn_has_no_usage_and_names_the_failure() -> None:
+    ev = telemetry.parse_events(UNAUTHORIZED)
+    assert ev.tokens == "unknown"
+    assert ev.failures == ["unexpected status 401 Unauthorized: Incorrect API key"]
+    assert ev.final_message is None
+
+
+def test_an_offline_stream_is_only_errors() -> None:
+    ev = telemetry.parse_events(OFFLINE)
+    assert ev.turn_completed is False
+    assert ev.tokens == "unknown"
+    assert len(ev.errors) == 2
+
+
+def test_garbage_lines_are_counted_not_trusted() -> None:
+    ev = telemetry.parse_events(
+        'WARNING: noise\n[1,2]\n{"type":"turn.completed","usage":{"input_tokens":"lots"}}\n'
+    )
+    assert ev.unparsable == 2
+    assert ev.events == 1
+    assert ev.tokens == "unknown"  # a non-integer count is not a count
+
+
+def test_usage_is_summed_over_turns() -> None:
+    two = (
+        '{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":5}}\n'
+        '{"type":"turn.completed","usage":{"input_tokens":7,"output_tokens":1}}\n'
+    )
+    assert telemetry.parse_events(two).tokens == {"input_tokens": 17, "output_tokens": 6}
+
+
+def test_sum_tokens_is_unknown_as_soon_as_one_is() -> None:
+    assert telemetry.sum_tokens([{"input_tokens": 1}, {"input_tokens": 2}]) == {"input_tokens": 3}
+    assert telemetry.sum_tokens([{"input_tokens": 1}, "unknown"]) == "unknown"
+
+
+def test_stats_summarise_attempts_first_success_and_exhausted_caps(tmp_path: Path) -> None:
+    rec = {"id": "codex-v1", "fingerprint": "sha256:abc"}
+    rows = [
+        {
+            "kind": "attempt",
+            "role": "implementer",
+            "codex": {"seconds": 10},
+            "outcome": "verified",
+            "tokens": {"input_tokens": 100},
+        },
+        {
+            "kind": "dispatch",
+            "outcome": "Review",
+            "attempts": 1,
+            "reason": "verified",
+            "exhausted": False,
+            "recipe": rec,
+        },
+        {
+            "kind": "attempt",
+            "role": "implementer",
+            "codex": {"seconds": 20},
+            "outcome": "verification_failed",
+            "tokens": "unknown",
+        },
+        {
+            "kind": "attempt",
+            "role": "corrector",
+            "codex": {"seconds": 4},
+            "outcome": "verification_failed",
+            "tokens": {"input_tokens": 50},
+        },
+        {
+            "kind": "attempt",
+            "role": "corrector",
+            "codex": {"seconds": 6},
+            "outcome": "verification_failed",
+            "tokens": {"input_tokens": 50},
+        },
+        {
+            "kind": "dispatch",
+            "outcome": "Blocked",
+            "attempts": 3,
+            "reason": "corrections_exhausted",
+            "exhausted": True,
+            "recipe": rec,
+        },
+        {
+            "kind": "dispatch",
+            "outcome": "In Progress",
+            "attempts": 0,
+            "reason": "interrupted",
+            "exhausted": False,
+            "recipe": rec,
+        },
+    ]
+    for row in rows:
+        telemetry.append(tmp_path, row)
+    with telemetry.log_path(tmp_path).open("a") as fh:
+        fh.write("{torn line\n")
+
+    s = telemetry.stats(tmp_path)
+
+    assert s["dispatches"] == 3
+    assert s["attempts"] == 4
+    assert s["first_attempt_success"] == {"count": 1, "of": 2, "rate": 0.5}
+    assert s["exhausted_caps"] == 1
+    assert s["outcomes"] == {"Review": 1, "Blocked": 1, "In Progress": 1}
+    assert s["by_role"]["implementer"] == {"attempts": 2, "verified": 1, "mean_codex_seconds": 15.0}
+    assert s["by_role"]["corrector"]["mean_codex_seconds"] == 5.0
+    assert s["tokens"] == {
+        "reported": {"input_tokens": 200},
+        "attempts_with_usage": 3,
+        "attempts_unknown": 1,
+    }
+    assert s["recipes"] == {"sha256:abc": {"id": "codex-v1", "dispatches": 3}}
+    assert s["unreadable_lines"] == 1
+    first = json.loads(telemetry.log_path(tmp_path).read_text().splitlines()[0])
+    assert first["schema"] == telemetry.SCHEMA
+
+
+def test_stats_of_an_empty_log(tmp_path: Path) -> None:
+    s = telemetry.stats(tmp_path)
+    assert s["dispatches"] == 0
+    assert s["first_attempt_success"]["rate"] is None
