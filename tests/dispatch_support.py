@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Stubs, git
+from tests.support import stubtool
 
 THREAD = "01a22a0c-1f0b-7461-8cfe-43e314f760ae"
 
@@ -160,11 +161,8 @@ def events(
         {"type": "thread.started", "thread_id": THREAD},
         {"type": "turn.started"},
     ]
-    if failed:
-        rows += [
-            {"type": "error", "message": f"Reconnecting... 1/5 ({failed})"},
-            {"type": "turn.failed", "error": {"message": failed}},
-        ]
+    if failed:  # the real CLI's retries, then the error and turn.failed
+        return stubtool.codex_exec_failed_events(failed, thread_id=THREAD)
     else:
         rows.append(
             {

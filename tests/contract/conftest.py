@@ -158,6 +158,17 @@ def responses_api() -> Iterator[ResponsesApi]:
         yield api  # type: ignore[misc]
 
 
+@pytest.fixture
+def codex_api(
+    agents: Agents, responses_api: ResponsesApi, monkeypatch: pytest.MonkeyPatch
+) -> ResponsesApi:
+    """The loopback Responses API as Codex's configured provider (CODEX_HOME/config.toml), so
+    plan-build's own `codex exec` argv reaches it unchanged."""
+    responses_api.configure(agents.codex_dir)
+    monkeypatch.setenv("MOCK_API_KEY", "contract-key")
+    return responses_api
+
+
 def seed_offline_start(claude_dir: Path, project: Path, api_key: str) -> None:
     """Pre-answer Claude Code's first-run screens (onboarding, workspace trust, the custom
     API key question, the bypass-permissions warning) so an interactive start needs no

@@ -7,8 +7,9 @@ body) and answer from a scenario the test sets:
   gets HTTP 400 with an error body, so an interactive turn ends at once with `API Error: 400`
   and Claude goes back to its input box (no retry loop to wait out).
 - `ResponsesApi` (OpenAI Responses API, for Codex via a `model_providers` entry): `reply`
-  streams one assistant message, `unauthorized` answers 401, `hang` accepts the request and
-  never answers (the caller's timeout must end the run).
+  streams one assistant message (after asking Codex to run each of `commands` with its
+  `exec_command` tool, one per turn request), `unauthorized` answers 401, `hang` accepts the
+  request and never answers (the caller's timeout must end the run).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
@@ -159,6 +161,7 @@ class ResponsesApi(_LoopbackApi):
         super().__init__()
         self.scenario: Scenario = "reply"
         self.reply = "MOCK-REPLY: done"
+        self.commands: list[str] = []  # shell commands Codex is asked to run before replying
 
     @property
     def base_url(self) -> str:
@@ -179,6 +182,21 @@ class ResponsesApi(_LoopbackApi):
             f"model_providers.mock={provider}",
         ]
 
+    def configure(self, codex_home: Path) -> None:
+        """Make this server Codex's default provider in `codex_home/config.toml`, for argv
+        that plan-build builds itself (no `-c` overrides of ours in it). Top-level keys go
+        first: TOML would read them as part of a table written before them."""
+        config = codex_home / "config.toml"
+        existing = config.read_text(encoding="utf-8") if config.exists() else ""
+        config.write_text(
+            'model_provider = "mock"\nmodel = "mock-model"\n\n'
+            + existing
+            + "\n[model_providers.mock]\n"
+            + f'name = "mock"\nbase_url = "{self.base_url}"\n'
+            + 'env_key = "MOCK_API_KEY"\nwire_api = "responses"\n',
+            encoding="utf-8",
+        )
+
     def answer(self, h: _Handler, request: Request) -> None:
         if request.method != "POST":
             h.send_json(200, {"object": "list", "data": [], "models": []})
@@ -191,12 +209,31 @@ class ResponsesApi(_LoopbackApi):
         if self.scenario == "hang":
             self.recorder.closing.wait(600)  # until the server shuts down
             return
+        done = sum(
+            1
+            for item in (request.body or {}).get("input", [])
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        )
+        if done < len(self.commands):
+            call = {
+                "type": "function_call",
+                "id": f"fc_{done}",
+                "call_id": f"call_{done}",
+                "name": "exec_command",
+                "arguments": json.dumps({"cmd": self.commands[done]}),
+            }
+            h.send(200, "text/event-stream", self._stream(call))
+            return
         message = {
             "type": "message",
             "id": "msg_contract",
             "role": "assistant",
             "content": [{"type": "output_text", "text": self.reply, "annotations": []}],
         }
+        h.send(200, "text/event-stream", self._stream(message))
+
+    @staticmethod
+    def _stream(item: dict[str, Any]) -> bytes:
         usage = {
             "input_tokens": 10,
             "input_tokens_details": {"cached_tokens": 0},
@@ -204,23 +241,22 @@ class ResponsesApi(_LoopbackApi):
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": 15,
         }
-        stream = b"".join(
+        return b"".join(
             [
                 _sse("response.created", {"type": "response.created", "response": {"id": "r1"}}),
                 _sse(
                     "response.output_item.done",
-                    {"type": "response.output_item.done", "output_index": 0, "item": message},
+                    {"type": "response.output_item.done", "output_index": 0, "item": item},
                 ),
                 _sse(
                     "response.completed",
                     {
                         "type": "response.completed",
-                        "response": {"id": "r1", "output": [message], "usage": usage},
+                        "response": {"id": "r1", "output": [item], "usage": usage},
                     },
                 ),
             ]
         )
-        h.send(200, "text/event-stream", stream)
 
     def turns(self) -> list[Request]:
         return [r for r in self.requests if r.method == "POST" and r.path.endswith("/responses")]

@@ -22,10 +22,11 @@ import psutil
 import pytest
 
 from plan_build import proc
+from tests import dispatch_support
 from tests.conftest import git
 from tests.contract.conftest import Agents
 from tests.contract.fakeapis import ResponsesApi
-from tests.support import stubtool
+from tests.support import reviewkit, stubtool
 
 pytestmark = pytest.mark.contract
 
@@ -110,6 +111,11 @@ def test_exec_gets_the_prompt_verbatim_and_reports_the_reply(
     stub = events(stubtool.codex_exec_events(responses_api.reply))
     assert kinds(real) == kinds(stub)
     assert shape(real) == shape(stub)
+    # and so do the review and dispatch scenario helpers built on it
+    reply = responses_api.reply
+    for helper in (reviewkit.codex_events(reply), dispatch_support.events(reply)):
+        assert kinds(events(helper)) == kinds(real)
+        assert shape(events(helper)) == shape(real)
     assert real[-2]["item"] == {
         "id": real[-2]["item"]["id"],
         "type": "agent_message",
@@ -172,6 +178,12 @@ def test_a_refused_turn_fails_and_leaves_a_stale_o_file_untouched(
     stub = events(stubtool.codex_exec_failed_events(error))
     assert kinds(real) == kinds(stub)
     assert shape(real) == shape(stub)
+    for helper in (
+        str(reviewkit.codex_failure(error)["stdout"]),
+        dispatch_support.events(failed=error),
+    ):
+        assert kinds(events(helper)) == kinds(real)
+        assert shape(events(helper)) == shape(real)
 
     r = proc.run(
         exec_argv(responses_api, "workspace-write", fresh, PROMPT), cwd=workdir, timeout=RUN_TIMEOUT

@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.contract.conftest import DUMMY_KEY, Agents, Plugins, seed_offline_start
-from tests.contract.fakeapis import ModelsApi
+from tests.contract.fakeapis import ModelsApi, ResponsesApi
 from tests.contract.tmux import Tmux
 
 pytestmark = pytest.mark.contract
@@ -218,3 +219,44 @@ def test_safe_mode_is_the_variable_claude_reads_and_plan_build_refuses_it(rig: R
     assert r.code == 3
     assert "would not launch: preflight failed: claude.safe_mode" in r.stdout
     assert "unset CLAUDE_CODE_SAFE_MODE" in r.stderr
+
+
+def test_review_commands_run_inside_the_real_claude_resolve_its_session(
+    rig: Rig, codex_api: ResponsesApi, tmp_path: Path
+) -> None:
+    """What a user does inside Claude Code: `!plan-build review.plan …` (Claude's bash mode
+    runs it as Claude's child). plan-build finds the session by walking its ancestors (and by
+    the CLAUDE_CODE_SESSION_ID Claude exports), and the workflow is owned by that session."""
+    (rig.repo.parent / "plan.md").write_text("# Add pagination\n\n1. Add `limit`.\n")
+    codex_api.reply = (
+        "## Findings\nNo findings.\n\n## Summary\nCritical: 0\nHigh: 0\nMedium: 0\nLow: 0\n"
+    )
+    out = tmp_path / "inside"
+    out.mkdir()
+    pb = shlex.join([sys.executable, "-m", "plan_build"])
+    pid = rig.tmux.start(["claude"], cwd=rig.repo, env=rig.env())
+    session_file = rig.agents.claude_dir / "sessions" / f"{pid}.json"
+    session = rig.tmux.wait(f"{session_file}", lambda: read_json(session_file), START)
+    rig.tmux.wait_text("❯", START)
+
+    rig.tmux.type("!", enter=False)
+    time.sleep(0.5)
+    rig.tmux.type(
+        # the doctor without Claude's hints: the process-tree walk alone must find the session
+        "env -u CLAUDE_CODE_SESSION_ID -u CLAUDE_PID "
+        f"{pb} review.doctor --json > {out}/doctor.json; "
+        f"{pb} review.plan --plan ../plan.md > {out}/plan.txt 2>&1; "
+        f"{pb} review.status --json > {out}/status.json; echo done > {out}/done"
+    )
+    rig.tmux.wait("the commands to finish", (out / "done").exists, TURN)
+    rig.tmux.command("/exit", EXIT)
+
+    doctor = {c["id"]: c for c in json.loads((out / "doctor.json").read_text())["checks"]}
+    assert doctor["claude.session"]["status"] == "pass"
+    assert doctor["claude.session"]["detail"] == (
+        f"{session['sessionId']} (pid {pid}, via process tree)"
+    )
+    status = json.loads((out / "status.json").read_text())
+    assert status["owner_session"] == session["sessionId"], (out / "plan.txt").read_text()
+    assert Path(status["owner_cwd"]).resolve() == rig.repo.resolve()
+    assert len(codex_api.turns()) == 1  # the round ran through the real codex exec

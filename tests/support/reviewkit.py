@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_build.review.sessions import process_start
+from tests.support import stubtool
 
 SESSION_ID = "1dae44f1-1219-4786-b81f-7c23a218c0ac"
 OTHER_SESSION = "9fae44f1-1219-4786-b81f-7c23a218c0ff"
@@ -54,13 +55,8 @@ def claude_session(home: Path, cwd: Path, sid: str = SESSION_ID, pid: int | None
 
 
 def codex_events(text: str) -> str:
-    events = [
-        {"type": "thread.started", "thread_id": "01a22a0c-1f0b-7461-8cfe-43e314f760ae"},
-        {"type": "turn.started"},
-        {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": text}},
-        {"type": "turn.completed", "usage": {"input_tokens": 10, "output_tokens": 5}},
-    ]
-    return "".join(json.dumps(e) + "\n" for e in events)
+    """`codex exec --json` for a turn that answers `text` (the real CLI's shapes)."""
+    return stubtool.codex_exec_events(text)
 
 
 def codex_rule(text: str, **extra: Any) -> dict[str, Any]:
@@ -69,15 +65,10 @@ def codex_rule(text: str, **extra: Any) -> dict[str, Any]:
 
 
 def codex_failure(message: str, **extra: Any) -> dict[str, Any]:
-    events = [
-        {"type": "thread.started", "thread_id": "x"},
-        {"type": "turn.started"},
-        {"type": "error", "message": f"Reconnecting... 1/5 ({message})"},
-        {"type": "turn.failed", "error": {"message": message}},
-    ]
+    """`codex exec` whose turn the API refused: the real CLI's retries, error and exit 1."""
     return {
         "match": ["exec"],
-        "stdout": "".join(json.dumps(e) + "\n" for e in events),
+        "stdout": stubtool.codex_exec_failed_events(message),
         "exit": 1,
         **extra,
     }

@@ -1,0 +1,155 @@
+"""`plan-build dispatch TASK-ID` with the real `codex exec` against the loopback Responses API.
+
+The API plays the model: it asks Codex to run shell commands with Codex's own `exec_command`
+tool (so the real Codex edits the repository inside its workspace-write sandbox), then answers
+with a final message. plan-build's argv, prompt, event parsing, `-o` handling, scope check and
+time limit meet the real program.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from plan_build import dispatch, telemetry
+from plan_build import recipe as recipes
+from tests.contract.conftest import Agents
+from tests.contract.fakeapis import ResponsesApi
+from tests.dispatch_support import make_plan, status_of
+from tests.support.sessions import make_session
+
+pytestmark = pytest.mark.contract
+
+DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}  # no AgentMemory slot in these runs
+FIX = "printf 'def view(page=1):\\n    return []  # fixed\\n' > src/app.py"
+
+
+def state_dir(repo: Path) -> Path:
+    return repo / ".git" / "plan-build"
+
+
+def attempts(repo: Path) -> list[dict[str, Any]]:
+    rows, _ = telemetry.read(state_dir(repo))
+    return [r for r in rows if r["kind"] == "attempt"]
+
+
+def run_file(repo: Path, name: str) -> Path:
+    [path] = (state_dir(repo) / "dispatch" / "runs").glob(f"*/{name}")
+    return path
+
+
+def test_codex_implements_the_task_and_dispatch_verifies_it(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.commands = [FIX]
+    codex_api.reply = "Added a page parameter to view()."
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    assert "TASK-002 -> Review · verified on attempt 1" in r.stderr
+    assert status_of(tasks_md, "TASK-002") == "Review"
+    assert "# fixed" in (repo / "src" / "app.py").read_text()  # the real Codex made the edit
+    # the prompt plan-build rendered reached the model unchanged, with the recipe's settings
+    prompt = run_file(repo, "attempt-1.prompt.md").read_text()
+    assert prompt.startswith("# TASK-002: Paginate the audit log\n")
+    assert codex_api.last_user_text(0) == prompt
+    first = codex_api.turns()[0].body
+    assert first["model"] == "gpt-5.5"
+    assert first["reasoning"]["effort"] == "high"
+    assert codex_api.turn_metadata(0)["sandbox_mode"] == "workspace-write"
+    # -o FILE and the event stream, as plan-build read them
+    assert run_file(repo, "attempt-1.last-message.md").read_text() == codex_api.reply
+    stream = run_file(repo, "attempt-1.events.jsonl").read_text()
+    thread = json.loads(stream.splitlines()[0])["thread_id"]
+    [attempt] = attempts(repo)
+    assert attempt["codex"]["exit"] == 0
+    assert attempt["codex"]["thread_id"] == thread
+    # the mock reports 10 input / 5 output tokens per request; Codex sums them per turn
+    requests = len(codex_api.turns())
+    assert attempt["tokens"]["input_tokens"] == 10 * requests
+    assert attempt["tokens"]["output_tokens"] == 5 * requests
+
+
+def test_an_edit_outside_the_scope_is_caught_after_the_real_codex_ran(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.commands = [FIX, "mkdir -p config && echo 'DEBUG = True' > config/settings.py"]
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6
+    assert "outside the scope: config/settings.py" in r.stderr
+    assert status_of(tasks_md, "TASK-002") == "Blocked"
+    assert (repo / "config" / "settings.py").read_text() == "DEBUG = True\n"
+
+
+def test_a_scope_request_in_the_final_message_blocks_without_verifying(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.reply = (
+        "I stopped.\nSCOPE EXPANSION NEEDED: src/models.py - the page size lives there"
+    )
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6
+    assert "Codex reported the task needs files outside the allowed scope" in r.stderr
+    assert "Codex asked: SCOPE EXPANSION NEEDED: src/models.py" in tasks_md.read_text()
+
+
+def test_a_refused_turn_blocks_with_codexs_message(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.scenario = "unauthorized"
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6
+    assert "Codex exited with an error" in r.stderr
+    assert "Codex reported: unexpected status 401 Unauthorized" in tasks_md.read_text()
+    [attempt] = attempts(repo)
+    assert attempt["codex"]["exit"] == 1
+    assert run_file(repo, "attempt-1.last-message.md").read_text() == ""
+
+
+def test_codex_waiting_on_a_silent_api_is_stopped_at_the_time_limit(
+    repo: Path, agents: Agents, codex_api: ResponsesApi, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.scenario = "hang"
+    for key, value in DEGRADED.items():
+        monkeypatch.setenv(key, value)
+    session, _, err = make_session(repo)
+    quick = recipes.Recipe(
+        id="contract-quick",
+        roles=recipes.RECIPE.roles,
+        limits=recipes.Limits(
+            max_corrections=2, codex_timeout_seconds=4, verification_timeout_seconds=60
+        ),
+    )
+
+    started = time.monotonic()
+    result = dispatch.run(session, "TASK-002", recipe=quick)
+
+    leftovers = [
+        p.pid
+        for p in psutil.process_iter(["cmdline"])
+        if any(str(state_dir(repo)) in part for part in (p.info["cmdline"] or []))
+    ]
+    assert leftovers == []
+    assert time.monotonic() - started < 30
+    assert result.status == "Blocked"
+    assert result.reason == "codex_timeout"
+    assert "Codex did not finish within the time limit" in err.getvalue()
+    assert codex_api.turns()  # Codex did reach the API, which never answered
+    assert "codex stopped after" in tasks_md.read_text()
