@@ -10,6 +10,7 @@ the way a user ends it, with /exit.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -51,6 +52,15 @@ def dry_run_argv(cli: Any, cwd: Path, args: list[str], env: dict[str, str]) -> l
     assert r.code == 0, r.stderr
     quoted = r.stdout.split(") ---\n", 1)[1].split("\n--- environment added ---", 1)[0]
     return shlex.split(quoted)
+
+
+def assert_same_text(got: str, expected: str) -> None:
+    """Equal texts, or a failure that shows the lines that differ."""
+    if got != expected:
+        diff = difflib.unified_diff(
+            expected.splitlines(keepends=True), got.splitlines(keepends=True), "expected", "got"
+        )
+        raise AssertionError("texts differ:\n" + "".join(diff))
 
 
 def read_json(path: Path) -> Any:
@@ -166,12 +176,27 @@ def assert_clean_exit(run: Launched, agents: Agents) -> None:
     assert not (agents.claude_dir / "sessions" / f"{run.pid}.json").exists()
 
 
+def launched_prompt(run: Launched) -> str:
+    """The prompt plan-build exec'd Claude with, checked against its own dry run: the same
+    argv, except that only a real launch has a plan-build session id (the baseline it takes,
+    also exported as PLAN_BUILD_SESSION), which the dry run leaves out."""
+    prompt = run.cmdline[-1]
+    session_line = f"- plan-build session: `{run.environ['PLAN_BUILD_SESSION']}` ("
+    [line] = [ln for ln in prompt.splitlines(keepends=True) if ln.startswith(session_line)]
+    assert run.cmdline[:-1] == run.argv[:-1]
+    assert_same_text(prompt.replace(line, "", 1), run.argv[-1])
+    return prompt
+
+
 def test_plan_hands_its_rendered_prompt_to_an_interactive_claude(rig: Rig) -> None:
     run = launch_and_exit(rig, ["plan"])
-    prompt = run.argv[-1]  # the rendered prompt, from plan-build's own dry run
+    assert run.cmdline[:2] == ["claude", "--"]
+    assert len(run.cmdline) == 3
+    prompt = launched_prompt(run)
     assert "\n".join(REQUEST) + "\n" in prompt
-    # Claude's own record of the session
-    assert run.first_user["message"] == {"role": "user", "content": prompt}
+    # Claude's own record of the session: the first user turn is exactly that prompt
+    assert run.first_user["message"]["role"] == "user"
+    assert_same_text(run.first_user["message"]["content"], prompt)
     assert run.first_user["entrypoint"] == "cli"
     assert run.first_user["permissionMode"] != "bypassPermissions"
     assert run.session["pid"] == run.pid  # plan-build exec'd: the pane's process is Claude
@@ -181,8 +206,6 @@ def test_plan_hands_its_rendered_prompt_to_an_interactive_claude(rig: Rig) -> No
     assert Path(run.session["cwd"]).resolve() == rig.repo.resolve()
     assert prompt in rig.api.user_texts()
     assert "bypass permissions on" not in run.screen
-    # the process plan-build became, and what it was given
-    assert run.cmdline == run.argv == ["claude", "--", prompt]
     assert run.environ["AGENTMEMORY_PROJECT_NAME"] == "github.com/ana/shop"
     assert run.environ["PLAN_BUILD_MEMORY_MODE"] == "required"
     assert_clean_exit(run, rig.agents)
@@ -196,14 +219,14 @@ def test_architect_yolo_runs_claude_with_bypass_permissions(rig: Rig) -> None:
         # root: Claude refuses --dangerously-skip-permissions unless IS_SANDBOX=1
         extra_env={"IS_SANDBOX": "1"},
     )
-    prompt = run.argv[-1]
+    prompt = launched_prompt(run)
     assert "Start mode: **resume**" in prompt
-    assert run.first_user["message"] == {"role": "user", "content": prompt}
+    assert_same_text(run.first_user["message"]["content"], prompt)
     assert run.first_user["permissionMode"] == "bypassPermissions"
     assert "bypass permissions on" in run.screen
     assert run.session["pid"] == run.pid
     assert run.session["entrypoint"] == "cli"
-    assert run.cmdline == run.argv == ["claude", "--dangerously-skip-permissions", "--", prompt]
+    assert run.cmdline == ["claude", "--dangerously-skip-permissions", "--", prompt]
     assert_clean_exit(run, rig.agents)
 
 
