@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from plan_build import gitrepo, redact, snapshot, taskfile, telemetry  # noqa: E402
+from plan_build import gitrepo, snapshot  # noqa: E402
+from plan_build.dispatch import redact, taskfile, telemetry  # noqa: E402
 
 TASK = """\
 ## TASK-{n:03d}: Task number {n}
@@ -99,7 +100,7 @@ def report(name: str, seconds: float, reference: str) -> None:
 
 def bench_import() -> None:
     code = (
-        "import time; t = time.perf_counter(); import plan_build.dispatch; "
+        "import time; t = time.perf_counter(); import plan_build.dispatch.runner; "
         "print(time.perf_counter() - t)"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
@@ -111,7 +112,7 @@ def bench_import() -> None:
         )
         for _ in range(5)
     ]
-    report("cold import of plan_build.dispatch", statistics.median(runs), "< 150 ms")
+    report("cold import of plan_build.dispatch.runner", statistics.median(runs), "< 150 ms")
 
 
 def bench_taskfile(tasks: int) -> None:

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import _common  # noqa: F401  (puts the checkout on sys.path)
 
-from plan_build import baseline, change, gitrepo
-from plan_build import verify as verify_mod
+from plan_build import gitrepo
+from plan_build.delivery import baseline
+from plan_build.delivery import intended as change
+from plan_build.delivery import verify as verify_mod
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 9
 TRACKED, MODIFIED, UNTRACKED, SCANNED = 20_000, 2_000, 500, 50

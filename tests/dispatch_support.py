@@ -217,7 +217,7 @@ def codex_runs(stubs: Stubs) -> list[dict[str, Any]]:
 
 
 def status_of(tasks_md: Path, task_id: str) -> str | None:
-    from plan_build import taskfile
+    from plan_build.dispatch import taskfile
 
     task = taskfile.read(tasks_md).get(task_id)
     return task.status if task else None

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import baseline, gitrepo
+from plan_build import gitrepo
+from plan_build.delivery import baseline
 from plan_build.errors import ExitCode, PlanBuildError
 from tests.conftest import git
 

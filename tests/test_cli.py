@@ -102,12 +102,12 @@ def test_startup_loads_no_heavy_module(tmp_path: Path) -> None:
         "psutil",
         "detect_secrets",
         "urllib.request",
-        "plan_build.verify",
-        "plan_build.commit",
-        "plan_build.dispatch",
+        "plan_build.delivery.verify",
+        "plan_build.delivery.commit",
+        "plan_build.dispatch.runner",
         "plan_build.review.rounds",
         "plan_build.release.bundle",
-        "plan_build.enhance",
-        "plan_build.preflight",
+        "plan_build.startup.enhance",
+        "plan_build.startup.preflight",
     }
     assert sorted(heavy & set(out)) == []

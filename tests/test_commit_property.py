@@ -15,7 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plan_build import baseline, change, commit, gitrepo
+from plan_build import gitrepo
+from plan_build.delivery import baseline, commit
+from plan_build.delivery import intended as change
 from plan_build.errors import ExitCode, PlanBuildError
 
 FILES = 3

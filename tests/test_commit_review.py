@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import baseline, commit, config, gitrepo
-from plan_build import verify as verify_mod
+from plan_build import config, gitrepo
+from plan_build.delivery import baseline, commit
+from plan_build.delivery import verify as verify_mod
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.interact import ScriptedInteraction
 from plan_build.ui import Console

@@ -20,9 +20,10 @@ from typing import Any
 import psutil
 import pytest
 
-from plan_build import dispatch, taskfile, telemetry
-from plan_build import recipe as recipes
 from plan_build.context import Session
+from plan_build.dispatch import recipe as recipes
+from plan_build.dispatch import runner as dispatch
+from plan_build.dispatch import taskfile, telemetry
 from plan_build.interact import ScriptedInteraction
 from plan_build.resources import locate
 from plan_build.ui import Console

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from plan_build import enhance
 from plan_build.context import Session
-from plan_build.enhance import TAG, Enhanced, enhance_payload
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.interact import Choice, ScriptedInteraction
 from plan_build.resources import locate
+from plan_build.startup import enhance
+from plan_build.startup.enhance import TAG, Enhanced, enhance_payload
 from plan_build.ui import Console
 from tests.conftest import Stubs
 from tests.support.orphans import alive, survivors

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plan_build import gitrepo, identity
+from plan_build import gitrepo
 from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.startup import identity
 from tests.conftest import git
 
 

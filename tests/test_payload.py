@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.payload import HINT, read_payload
+from plan_build.startup.payload import HINT, read_payload
 from plan_build.ui import Console
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import plugins
+from plan_build.startup import plugins
 from tests.conftest import Stubs
 from tests.support.stubtool import CLAUDE_PLUGINS, CODEX_PLUGINS
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import preflight
 from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.startup import preflight
 from tests.conftest import Stubs, git
 from tests.support.memserver import MemoryServer
 from tests.support.sessions import make_session

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import recipe as recipes
+from plan_build.dispatch import recipe as recipes
 from plan_build.errors import ExitCode, PlanBuildError
 
 

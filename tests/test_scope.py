@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from plan_build.scope import Scope, problem
+from plan_build.dispatch.scope import Scope, problem
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plan_build import taskfile
-from plan_build.taskfile import parse, with_block, with_status
+from plan_build.dispatch import taskfile
+from plan_build.dispatch.taskfile import parse, with_block, with_status
 
 TASK = """\
 ## TASK-001: Add the model

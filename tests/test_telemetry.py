@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from plan_build import telemetry
+from plan_build.dispatch import telemetry
 
 SUCCESS = """\
 {"type":"thread.started","thread_id":"01a22a0c-1f0b-7461-8cfe-43e314f760ae"}

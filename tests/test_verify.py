@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from plan_build import baseline, config, gitrepo, secretscan
-from plan_build import verify as verify_mod
+from plan_build import config, gitrepo
+from plan_build.delivery import baseline, secretscan
+from plan_build.delivery import verify as verify_mod
 from plan_build.errors import ExitCode, PlanBuildError
 from tests.conftest import git
 

@@ -16,8 +16,9 @@ from typing import Any
 import psutil
 import pytest
 
-from plan_build import dispatch, telemetry
-from plan_build import recipe as recipes
+from plan_build.dispatch import recipe as recipes
+from plan_build.dispatch import runner as dispatch
+from plan_build.dispatch import telemetry
 from tests.contract.conftest import Agents
 from tests.contract.fakeapis import ResponsesApi
 from tests.dispatch_support import make_plan, status_of

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from plan_build.plugins import CLAUDE_INSTALL, CODEX_INSTALL
+from plan_build.startup.plugins import CLAUDE_INSTALL, CODEX_INSTALL
 from tests.conftest import git
 from tests.contract.conftest import Agents, Plugins
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from plan_build import proc, recipe
+from plan_build import proc
+from plan_build.dispatch import recipe
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.fsutil import atomic_write
 from plan_build.review import coderabbit, codex, plans, prompts

@@ -13,7 +13,7 @@ from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 
 if TYPE_CHECKING:  # the steps load only when their command runs (startup is benchmarked)
-    from plan_build import taskfile
+    from plan_build.dispatch import taskfile
     from plan_build.gitrepo import Repo
 
 
@@ -31,7 +31,7 @@ def discover(session: Session) -> Repo:
 )
 def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
     """List and lint the tasks in TASKS.md (errors name the task and the line)."""
-    from plan_build import taskfile, telemetry
+    from plan_build.dispatch import taskfile, telemetry
 
     session = Session.from_process()
     repo = discover(session)
@@ -70,10 +70,10 @@ def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
 
 def unmatched_scope(tf: taskfile.TaskFile, repo: Repo) -> list[taskfile.Problem]:
     """Warnings for scope entries of unfinished tasks that match no file in the work tree."""
-    from plan_build import taskfile
-    from plan_build.dispatch import repo_files
-    from plan_build.scope import Scope
-    from plan_build.scope import problem as bad_entry
+    from plan_build.dispatch import taskfile
+    from plan_build.dispatch.runner import repo_files
+    from plan_build.dispatch.scope import Scope
+    from plan_build.dispatch.scope import problem as bad_entry
 
     files = repo_files(repo)
     out: list[taskfile.Problem] = []
@@ -97,7 +97,7 @@ def unmatched_scope(tf: taskfile.TaskFile, repo: Repo) -> list[taskfile.Problem]
 
 
 def task_lines(tf: taskfile.TaskFile) -> list[str]:
-    from plan_build import taskfile
+    from plan_build.dispatch import taskfile
 
     counts: dict[str, int] = {}
     for t in tf.tasks:
@@ -169,7 +169,7 @@ def dispatch(
     json: bool = False,
 ) -> None:
     """Run one approved TASKS.md task through Codex: scoped, verified, corrected at most twice."""
-    from plan_build import dispatch as step
+    from plan_build.dispatch import runner as step
 
     session = Session.from_process()
     result = step.run(session, task_id, accept_recipe=accept_recipe, dry_run=dry_run)

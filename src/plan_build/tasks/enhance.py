@@ -12,7 +12,7 @@ from plan_build.cli import command
 def enhance(c: Any) -> None:
     """Rewrite a request with Auggie; print the approved text (request on stdin, end with EOF)."""
     from plan_build.context import Session
-    from plan_build.enhance import standalone
+    from plan_build.startup.enhance import standalone
 
     standalone(Session.from_process())
 

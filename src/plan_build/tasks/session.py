@@ -18,7 +18,7 @@ from plan_build.errors import usage
 )
 def plan(c: Any, yolo: bool = False, prompt: bool = False, dry_run: bool = False) -> None:
     """Standard workflow: preflight, identity, your request (end with EOF), then Claude Code."""
-    from plan_build.workflow import Request, start
+    from plan_build.startup.workflow import Request, start
 
     start(Session.from_process(), Request("standard", yolo=yolo, prompt=prompt, dry_run=dry_run))
 
@@ -32,7 +32,7 @@ def plan(c: Any, yolo: bool = False, prompt: bool = False, dry_run: bool = False
 )
 def architect(c: Any, new: bool = False, yolo: bool = False, dry_run: bool = False) -> None:
     """Architect workflow: Claude writes documents, Codex writes code through dispatch."""
-    from plan_build.workflow import Request, start
+    from plan_build.startup.workflow import Request, start
 
     start(Session.from_process(), Request("architect", yolo=yolo, new=new, dry_run=dry_run))
 
@@ -45,8 +45,8 @@ def architect(c: Any, new: bool = False, yolo: bool = False, dry_run: bool = Fal
 )
 def preflight(c: Any, mode: str = "standard", json: bool = False) -> None:
     """The readiness report alone (exit 3 when a launch would be blocked)."""
-    from plan_build import preflight as pf
     from plan_build.errors import ExitCode, PlanBuildError
+    from plan_build.startup import preflight as pf
 
     if mode not in ("standard", "architect"):
         raise usage(
@@ -71,7 +71,7 @@ def preflight(c: Any, mode: str = "standard", json: bool = False) -> None:
 @command(help={"set": "write this id to .agentmemory-project (then commit it)"})
 def identity(c: Any, set: str = "") -> None:
     """Show, validate or create the repository's AgentMemory identity."""
-    from plan_build.identity_task import run
+    from plan_build.startup.identity_task import run
 
     run(Session.from_process(), set or None)
 
@@ -79,7 +79,7 @@ def identity(c: Any, set: str = "") -> None:
 @command(help={"json": "print the report as JSON on stdout"})
 def env(c: Any, json: bool = False) -> None:
     """The effective configuration: versions, paths, identity, tools (only checked facts)."""
-    from plan_build import envreport
+    from plan_build.startup import envreport
 
     envreport.show(Session.from_process(), as_json=json)
 

@@ -12,8 +12,8 @@ from plan_build.errors import ExitCode, PlanBuildError, usage
 from plan_build.ui import Console
 
 if TYPE_CHECKING:  # the steps load only when a task runs: startup stays light
-    from plan_build.baseline import Baseline
     from plan_build.checks import Check
+    from plan_build.delivery.baseline import Baseline
     from plan_build.gitrepo import Repo
 
 MODES = ("standard", "architect")
@@ -54,8 +54,8 @@ def _where(base: Baseline) -> str:
 )
 def baseline(c: Any, id: str | None = None, mode: str | None = None, json: bool = False) -> None:
     """Snapshot the repository as the session's starting point (plan/architect do it at launch)."""
-    from plan_build import baseline as baseline_mod
-    from plan_build import change as change_mod
+    from plan_build.delivery import baseline as baseline_mod
+    from plan_build.delivery import intended as change_mod
 
     if mode is not None and mode not in MODES:
         raise usage(
@@ -78,8 +78,8 @@ def baseline(c: Any, id: str | None = None, mode: str | None = None, json: bool 
 @command(help={"json": "print the session and its intended change as JSON on stdout"})
 def status(c: Any, json: bool = False) -> None:
     """Show the session's intended change: files and lines added/removed since the baseline."""
-    from plan_build import baseline as baseline_mod
-    from plan_build import change as change_mod
+    from plan_build.delivery import baseline as baseline_mod
+    from plan_build.delivery import intended as change_mod
 
     session, repo = _open()
     base = baseline_mod.current(repo, session.env, allow_committed=True)
@@ -131,9 +131,9 @@ def status(c: Any, json: bool = False) -> None:
 )
 def verify_task(c: Any, json: bool = False, mode: str | None = None) -> None:
     """Verify the intended change: project checks, whitespace, secrets, records, links."""
-    from plan_build import baseline as baseline_mod
     from plan_build import config as config_mod
-    from plan_build import verify as verify_mod
+    from plan_build.delivery import baseline as baseline_mod
+    from plan_build.delivery import verify as verify_mod
 
     session, repo = _open()
     cfg = config_mod.load(repo.root)
@@ -167,8 +167,8 @@ def verify_task(c: Any, json: bool = False, mode: str | None = None) -> None:
 )
 def commit(c: Any, message: str | None = None) -> None:
     """Make one commit of exactly the intended change, after approval. Never pushes."""
-    from plan_build import baseline as baseline_mod
-    from plan_build import commit as commit_mod
+    from plan_build.delivery import baseline as baseline_mod
+    from plan_build.delivery import commit as commit_mod
 
     session, repo = _open()
     base = baseline_mod.current(repo, session.env)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from plan_build import scope as scopes
+from plan_build.dispatch import scope as scopes
 from plan_build.errors import ExitCode, PlanBuildError
 
 FILENAME = "TASKS.md"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from plan_build import identity
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import discover
+from plan_build.startup import identity
 
 
 def run(session: Session, new_value: str | None) -> None:

@@ -12,12 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from plan_build import __version__, memory, plugins, proc
+from plan_build import __version__, proc
 from plan_build.checks import Check, Probe, run_concurrently, timed, to_json
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, discover
 from plan_build.interact import Choice
+from plan_build.startup import memory, plugins
 
 Mode = Literal["standard", "architect"]
 VERSION_TIMEOUT = 10.0
@@ -222,7 +223,7 @@ def run(session: Session, opts: Options) -> Report:
     worktree, repo = timed_worktree(session)
     probes: list[Probe] = [tool_probe(session, t) for t in ("git", "claude", "codex", "coderabbit")]
     if opts.prompt:  # `auggie` on PATH and its login: tool.auggie, auggie.login
-        from plan_build import enhance
+        from plan_build.startup import enhance
 
         probes.append(enhance.preflight_probe(session))
     probes += [lambda: check_safe_mode(session), lambda: check_skill(session, opts.mode)]

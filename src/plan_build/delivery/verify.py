@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_build import baseline as baseline_mod
-from plan_build import change as change_mod
-from plan_build import checks, fsutil, proc, secretscan, snapshot
-from plan_build.baseline import Baseline
-from plan_build.change import Change, display_path
+from plan_build import checks, fsutil, proc, snapshot
 from plan_build.checks import Check
 from plan_build.config import FILENAME, Config
+from plan_build.delivery import baseline as baseline_mod
+from plan_build.delivery import intended as change_mod
+from plan_build.delivery import secretscan
+from plan_build.delivery.baseline import Baseline
+from plan_build.delivery.intended import Change, display_path
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from plan_build import redact, telemetry
+from plan_build.dispatch import redact, telemetry
+from plan_build.dispatch.taskfile import IN_PROGRESS, PENDING, REVIEW
 from plan_build.errors import ExitCode
 from plan_build.render import fence
-from plan_build.taskfile import IN_PROGRESS, PENDING, REVIEW
 
 SCOPE_MARKER = "SCOPE EXPANSION NEEDED:"
 EVIDENCE_TAIL_LINES = 15

@@ -21,12 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from plan_build import baseline as baseline_mod
-from plan_build import change as change_mod
-from plan_build import fsutil, hunks, snapshot
-from plan_build import verify as verify_mod
-from plan_build.baseline import ZERO_OID, Baseline
-from plan_build.change import Change, Entry, display_path
+from plan_build import fsutil, snapshot
+from plan_build.delivery import baseline as baseline_mod
+from plan_build.delivery import hunks
+from plan_build.delivery import intended as change_mod
+from plan_build.delivery import verify as verify_mod
+from plan_build.delivery.baseline import ZERO_OID, Baseline
+from plan_build.delivery.intended import Change, Entry, display_path
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
 from plan_build.interact import Interaction, no_terminal

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from plan_build import proc, snapshot
-from plan_build.baseline import Baseline
+from plan_build.delivery.baseline import Baseline
 from plan_build.gitrepo import Repo, git_env
 
 # Diffs are read with fixed options so a user's diff config (noprefix, external tools,

@@ -27,11 +27,11 @@ from typing import Any
 
 import psutil
 
-from plan_build import memslot, proc, redact, snapshot, taskfile, telemetry
-from plan_build import recipe as recipes
+from plan_build import proc, snapshot
 from plan_build.context import Session
-from plan_build.errors import ExitCode, PlanBuildError, usage
-from plan_build.evidence import (
+from plan_build.dispatch import memslot, redact, taskfile, telemetry
+from plan_build.dispatch import recipe as recipes
+from plan_build.dispatch.evidence import (
     REASONS,
     SCOPE_MARKER,
     Attempt,
@@ -46,11 +46,20 @@ from plan_build.evidence import (
     running_block,
     tail,
 )
+from plan_build.dispatch.scope import Scope
+from plan_build.dispatch.taskfile import (
+    BLOCKED,
+    COMPLETE,
+    IN_PROGRESS,
+    PENDING,
+    REVIEW,
+    Task,
+    TaskFile,
+)
+from plan_build.errors import ExitCode, PlanBuildError, usage
 from plan_build.fsutil import atomic_write
 from plan_build.gitrepo import Repo, discover
 from plan_build.render import render
-from plan_build.scope import Scope
-from plan_build.taskfile import BLOCKED, COMPLETE, IN_PROGRESS, PENDING, REVIEW, Task, TaskFile
 
 MEMORY_MODES = ("required", "degraded")
 SLOT_LABEL = "workflow_status"

@@ -110,7 +110,7 @@ def scan(
 
 def canary_caught() -> bool:
     """True when the scanner finds the canary through the same diff parsing and scan path."""
-    from plan_build.change import parse_added
+    from plan_build.delivery.intended import parse_added
 
     found = scan(parse_added(canary_diff()))
     return any(f.path == CANARY_PATH and f.type == "AWS Access Key" for f in found)

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NoReturn
 
-from plan_build import baseline, identity, launch, preflight, records
 from plan_build.context import Session
+from plan_build.delivery import baseline
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
-from plan_build.payload import read_payload
+from plan_build.startup import identity, launch, preflight, records
+from plan_build.startup.payload import read_payload
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ def enhanced_context(
 ) -> dict[str, object]:
     """The `--prompt` step: the approved text replaces the payload; the original stays only when
     the user asked to keep it. A dry run whose Auggie checks failed shows the request as typed."""
-    from plan_build import enhance
+    from plan_build.startup import enhance
 
     if dry_run and any(c.failed and c.id in enhance.CHECK_IDS for c in report.checks):
         return {}

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from plan_build import __version__, config, identity, proc
+from plan_build import __version__, config, proc
 from plan_build.checks import Probe, run_concurrently
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError
 from plan_build.gitrepo import Repo, discover
-from plan_build.preflight import tool_probe
+from plan_build.startup import identity
+from plan_build.startup.preflight import tool_probe
 
 TOOLS = ("git", "claude", "codex", "coderabbit", "auggie")
 
@@ -83,7 +84,7 @@ def _config(repo: Repo | None) -> str | None:
 
 def _recipe() -> dict[str, Any] | None:
     try:
-        from plan_build import recipe
+        from plan_build.dispatch import recipe
     except ImportError:
         return None
     described: dict[str, Any] = recipe.describe()

@@ -1,0 +1,1 @@
+"""Ending a session: the baseline, the intended change, verification, the commit."""

@@ -1,0 +1,1 @@
+"""Architect mode's Codex executor: TASKS.md, the fixed recipe, scope, telemetry."""

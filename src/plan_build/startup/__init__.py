@@ -1,0 +1,1 @@
+"""Starting a session: preflight, identity, the request, enhancement, launch."""
