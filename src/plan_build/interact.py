@@ -156,7 +156,7 @@ class TerminalInteraction:
 
 @dataclass
 class ScriptedInteraction:
-    """Answers from a script, for tests and `--yes`-style automation that the design allows."""
+    """Answers from a script, for tests: each question takes the next answer."""
 
     answers: list[str] = field(default_factory=list)
     interactive: bool = True
