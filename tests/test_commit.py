@@ -273,6 +273,18 @@ def test_an_empty_message_is_refused(shop: Path, cli) -> None:
     assert git(shop, "rev-list", "--count", "HEAD").strip() == "2"
 
 
+def test_an_agent_session_cannot_commit_even_with_a_terminal(shop: Path) -> None:
+    start(shop)
+    (shop / "c.txt").write_text(numbered(l1="S"))
+    verified(shop)
+    for marker in ("CLAUDECODE", "CODEX_SANDBOX"):
+        with pytest.raises(PlanBuildError) as exc:
+            do_commit(shop, env={**os.environ, marker: "1"})  # scripted "y" is never asked
+        assert exc.value.code == ExitCode.APPROVAL
+        assert "approved by you, not by an agent session" in exc.value.what
+    assert git(shop, "rev-list", "--count", "HEAD").strip() == "2"
+
+
 def test_there_is_no_way_to_approve_without_the_terminal(shop: Path, cli) -> None:
     start(shop)
     (shop / "c.txt").write_text(numbered(l1="S"))

@@ -459,6 +459,7 @@ def run(
 ) -> Outcome:
     """Make the session's one commit, after every check and the user's approval."""
     message = _check_message(message)
+    _refuse_agent(env)
     with repo_lock(repo):
         recovered = recover(repo, base)
         if recovered is not None:
@@ -486,6 +487,21 @@ def run(
                 code=ExitCode.BLOCKED,
             )
         return _publish(repo, plan, message, env)
+
+
+# Set by Claude Code and Codex in the commands they run. Their shells have no terminal, so the
+# approval could not be asked anyway; refusing up front also covers an agent that fakes one.
+AGENT_MARKERS = ("CLAUDECODE", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED")
+
+
+def _refuse_agent(env: Mapping[str, str]) -> None:
+    marker = next((k for k in AGENT_MARKERS if env.get(k)), None)
+    if marker is not None:
+        raise PlanBuildError(
+            f"the commit is approved by you, not by an agent session ({marker} is set)",
+            "run plan-build commit yourself, in your own terminal",
+            code=ExitCode.APPROVAL,
+        )
 
 
 def _check_message(message: str | None) -> str | None:
