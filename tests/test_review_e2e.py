@@ -4,6 +4,7 @@ on PATH, a Claude session file for this test process (an ancestor of every comma
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -776,3 +777,38 @@ def test_new_files_are_included_when_coderabbit_supports_it(cli, stubs, project:
     assert cli("review.impl", cwd=project).code == 0
     [review] = [c for c in stubs.calls("coderabbit") if c["argv"][:2] == ["review", "--agent"]]
     assert review["argv"] == ["review", "--agent", "--uncommitted", "--include-untracked"]
+
+
+def test_codex_and_coderabbit_review_the_change_at_the_same_time(
+    cli, stubs, project: Path, tmp_path: Path
+) -> None:
+    """CodeRabbit must already be running while Codex reviews: a round takes as long as the
+    slower reviewer. (Codex's stub only answers once CodeRabbit's stub has started.)"""
+    to_implementation(cli, stubs, project)
+    (project / "app.py").write_text("x = 1\n")
+    started = tmp_path / "coderabbit-started"
+    stubs.rule("codex", codex_rule(CLEAN, wait_for=str(started)))
+    for rule in reversed(rabbit_agent(rabbit_complete(), write={str(started): "yes"}, sleep=0.5)):
+        stubs.rule("coderabbit", rule)
+    r = cli("review.impl", cwd=project)
+    assert r.code == 0, r.stderr
+    data = json.loads(cli("review.status", "--json", cwd=project).stdout)
+    assert data["stale"] is False
+
+
+def test_a_failed_codex_review_stops_coderabbit_too(cli, stubs, project: Path) -> None:
+    to_implementation(cli, stubs, project)
+    (project / "app.py").write_text("x = 1\n")
+    stubs.rule("codex", codex_failure("unexpected status 401 Unauthorized: bad key"))
+    for rule in reversed(rabbit_agent(rabbit_complete(), sleep=60, ignore_sigterm=True)):
+        stubs.rule("coderabbit", rule)
+    r = cli("review.impl", cwd=project, timeout=40)
+    assert r.code == 6
+    assert "Codex did not review" in r.stderr
+    [rabbit] = [c for c in stubs.calls("coderabbit") if c["argv"][:1] == ["review"]]
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{rabbit['pid']}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{rabbit['pid']}").exists() or (
+        Path(f"/proc/{rabbit['pid']}/stat").read_text().split()[2] == "Z"
+    )

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ log = logging.getLogger("plan_build.proc")
 
 DEFAULT_TIMEOUT = 30.0
 KILL_GRACE = 2.0
+CANCEL_POLL = 0.25  # how often a cancellable wait looks at its event
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,14 @@ class CommandTimeout(PlanBuildError):
         self.stdout = stdout
 
 
+class CommandCancelled(PlanBuildError):
+    """Stopped on purpose by the caller (another part of the same run failed or was stopped)."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        super().__init__(f"{quote(argv)} was stopped", None, code=ExitCode.INTERRUPTED)
+        self.argv = tuple(argv)
+
+
 class CommandFailed(PlanBuildError):
     def __init__(self, result: Completed) -> None:
         tail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-3:]
@@ -100,13 +110,15 @@ def run(
     check: bool = False,
     heartbeat: Callable[[float], None] | None = None,
     heartbeat_every: float = 30.0,
+    cancel: threading.Event | None = None,
 ) -> Completed:
     """Run `argv` to completion and capture its output as text.
 
     Raises CommandNotFound when the program is missing, CommandTimeout when it outlives
     `timeout` (after killing its whole process tree) and CommandFailed for a non-zero exit
     when `check` is true. `heartbeat(elapsed)` is called every `heartbeat_every` seconds while
-    the command runs, so long reviews can show they are alive.
+    the command runs, so long reviews can show they are alive. Setting `cancel` (from another
+    thread) kills the command's tree and raises CommandCancelled.
     """
     args, code, out, err, seconds = _execute(
         argv,
@@ -117,6 +129,7 @@ def run(
         text=True,
         heartbeat=heartbeat,
         heartbeat_every=heartbeat_every,
+        cancel=cancel,
     )
     result = Completed(tuple(args), code, out or "", err or "", seconds)
     log.debug("exit %s after %.3fs: %s", result.returncode, result.seconds, quote(args))
@@ -173,6 +186,7 @@ def _execute(
     text: bool,
     heartbeat: Callable[[float], None] | None = None,
     heartbeat_every: float = 30.0,
+    cancel: threading.Event | None = None,
 ) -> tuple[list[str], int, Any, Any, float]:
     """Start, wait, and return (argv, exit code, stdout, stderr, seconds)."""
     args = [os.fspath(a) for a in argv]
@@ -187,6 +201,7 @@ def _execute(
         started=started,
         heartbeat=heartbeat,
         heartbeat_every=heartbeat_every if heartbeat else timeout,
+        cancel=cancel,
     )
     return args, child.returncode, out, err, time.monotonic() - started
 
@@ -232,25 +247,37 @@ def _wait(
     started: float,
     heartbeat: Callable[[float], None] | None,
     heartbeat_every: float,
+    cancel: threading.Event | None = None,
 ) -> tuple[Any, Any]:
-    """Collect the child's output; kill its tree on timeout (CommandTimeout) or interruption."""
+    """Collect the child's output; kill its tree on timeout (CommandTimeout), when `cancel` is
+    set from another thread (CommandCancelled) or on interruption."""
     deadline = started + timeout
+    next_beat = started + heartbeat_every
     pending_input = input
     try:
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            now = time.monotonic()
+            if now >= deadline:
                 partial = _kill_tree(child)
                 if isinstance(partial, bytes):
                     partial = partial.decode("utf-8", "replace")
                 raise CommandTimeout(args, timeout, partial)
-            window = min(remaining, heartbeat_every) if heartbeat else remaining
+            if cancel is not None and cancel.is_set():
+                _kill_tree(child)
+                raise CommandCancelled(args)
+            window = deadline - now
+            if heartbeat:
+                window = min(window, max(next_beat - now, 0.0))
+            if cancel is not None:
+                window = min(window, CANCEL_POLL)
             try:
                 return child.communicate(input=pending_input, timeout=window)
             except subprocess.TimeoutExpired:
                 pending_input = None
-                if heartbeat and time.monotonic() < deadline:
-                    heartbeat(time.monotonic() - started)
+                now = time.monotonic()
+                if heartbeat and now >= next_beat and now < deadline:
+                    heartbeat(now - started)
+                    next_beat = now + heartbeat_every
     except BaseException:
         if child.poll() is None:
             _kill_tree(child)

@@ -6,6 +6,7 @@ Each stub executable on PATH calls `main(<tool>)`. It appends one JSON line per 
 reproduce the real CLIs' output shapes (docs: shared/docs/agent-cli-facts.md).
 
 A rule: {"match": [...], "stdout": str, "stderr": str, "exit": int, "sleep": seconds,
+"wait_for": path (block until that file exists),
 "ignore_sigterm": bool, "grandchild": bool (spawn a long-lived grandchild that ignores
 SIGTERM and write its pid to $STUB_HOME/<tool>.grandchild), "write": {path: text},
 "stdout_file": path (answer with a file's text), "stdout_hex": hex (answer with these raw
@@ -234,6 +235,14 @@ def main(tool: str) -> None:
     for flag, dest in dict(rule.get("copy_flag_file") or {}).items():  # type: ignore[call-overload]
         if flag in argv and argv.index(flag) + 1 < len(argv):
             Path(dest).write_bytes(Path(argv[argv.index(flag) + 1]).read_bytes())
+    if rule.get("wait_for"):  # block until another process creates this file (bounded)
+        marker = Path(str(rule["wait_for"]))
+        deadline = time.monotonic() + float(rule.get("wait_timeout", 20))  # type: ignore[arg-type]
+        while not marker.exists():
+            if time.monotonic() > deadline:
+                sys.stderr.write(f"stub {tool}: {marker} never appeared\n")
+                sys.exit(97)
+            time.sleep(0.05)
     if rule.get("sleep"):
         time.sleep(float(rule["sleep"]))  # type: ignore[arg-type]
     out = str(rule.get("stdout", ""))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,7 @@ def review(
     timeout: float,
     beat: Callable[[float], None] | None = None,
     beat_every: float = 30.0,
+    cancel: threading.Event | None = None,
 ) -> Outcome:
     if proc.which("coderabbit", env) is None:
         return Outcome("coderabbit", "skipped", "coderabbit is not installed (not on PATH)")
@@ -202,7 +204,13 @@ def review(
     argv = command(ver, untracked=agent and supports_untracked(env, cwd))
     try:
         result = proc.run(
-            argv, cwd=cwd, env=env, timeout=timeout, heartbeat=beat, heartbeat_every=beat_every
+            argv,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            heartbeat=beat,
+            heartbeat_every=beat_every,
+            cancel=cancel,
         )
     except proc.CommandTimeout as exc:
         log = keep_log(log_dir, "coderabbit", argv, exc.stdout, "")

@@ -78,16 +78,18 @@ def duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def heartbeat(console: Console, name: str, doing: str) -> tuple[Callable[[float], None], float]:
+def heartbeat(
+    console: Console, name: str, doing: str, *, live: bool = True
+) -> tuple[Callable[[float], None], float]:
     """A heartbeat for proc.run and how often to call it: a live status line every second on
-    a terminal, one line every 30 s otherwise."""
-    if console.fancy:
+    a terminal, one line every 30 s otherwise (and when two reviewers run at once)."""
+    if console.fancy and live:
 
-        def live(elapsed: float) -> None:
+        def status_line(elapsed: float) -> None:
             console.stream.write(f"\r\033[K  {name:<11} {doing} · {duration(elapsed)}")
             console.stream.flush()
 
-        return live, 1.0
+        return status_line, 1.0
 
     def line(elapsed: float) -> None:
         console.say(f"  {name:<11} still {doing} · {duration(elapsed)}")

@@ -9,7 +9,9 @@ with nothing but its record and a log written, so `plan-build review` simply tri
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from plan_build import proc
@@ -167,8 +169,10 @@ class RoundResult:
     problems: list[Problem] = field(default_factory=list)
 
 
-def _ask_codex(ctx: ReviewContext, wdir: WorkflowDir, context: prompts.PromptContext) -> Outcome:
-    beat, every = heartbeat(ctx.console, "codex", "reviewing")
+def _ask_codex(
+    ctx: ReviewContext, wdir: WorkflowDir, context: prompts.PromptContext, *, live: bool
+) -> Outcome:
+    beat, every = heartbeat(ctx.console, "codex", "reviewing", live=live)
     try:
         return codex.review(
             lambda strict: prompts.build(ctx.templates, context, strict=strict),
@@ -190,20 +194,19 @@ def _ask_codex(ctx: ReviewContext, wdir: WorkflowDir, context: prompts.PromptCon
         end_live_line(ctx.console)
 
 
-def _ask_coderabbit(ctx: ReviewContext, wdir: WorkflowDir) -> Outcome:
+def _ask_coderabbit(ctx: ReviewContext, wdir: WorkflowDir, cancel: threading.Event) -> Outcome:
+    """CodeRabbit on the local change; runs beside Codex, so its heartbeat is plain lines."""
     configured = ctx.config.get("review.coderabbit_timeout")
-    beat, every = heartbeat(ctx.console, "coderabbit", "reviewing")
-    try:
-        return coderabbit.review(
-            cwd=ctx.repo.root,
-            env=ctx.env,
-            log_dir=wdir.artifacts,
-            timeout=float(configured) if configured else coderabbit.DEFAULT_TIMEOUT,
-            beat=beat,
-            beat_every=every,
-        )
-    finally:
-        end_live_line(ctx.console)
+    beat, every = heartbeat(ctx.console, "coderabbit", "reviewing", live=False)
+    return coderabbit.review(
+        cwd=ctx.repo.root,
+        env=ctx.env,
+        log_dir=wdir.artifacts,
+        timeout=float(configured) if configured else coderabbit.DEFAULT_TIMEOUT,
+        beat=beat,
+        beat_every=every,
+        cancel=cancel,
+    )
 
 
 def _prompt_context(
@@ -232,6 +235,36 @@ def _prompt_context(
     )
 
 
+def _codex_part(
+    ctx: ReviewContext,
+    wf: Workflow,
+    wdir: WorkflowDir,
+    context: prompts.PromptContext,
+    *,
+    record: RoundRecord,
+    label: str,
+    live: bool,
+) -> str:
+    """Codex's review of the round, recorded; a failed review leaves the round unreviewed."""
+    outcome = _ask_codex(ctx, wdir, context, live=live)
+    text = "\n".join(line for line in outcome.text.split("\n") if line.strip() != CODERABBIT_MARKER)
+    found = extract(text) if outcome.ok else []
+    run = _as_run(outcome, [f.id for f in found], ctx.rel(outcome.log) if outcome.log else None)
+    record.reviewers["codex"] = run
+    _report(ctx, run, found)
+    if not outcome.ok:
+        record.finished_at = stamp(ctx.now())
+        save_round(wdir, record)
+        save(wdir, wf, ctx.now())
+        raise PlanBuildError(
+            f"Codex did not review {label} ({run.status}: {run.reason}); the round stays "
+            "unreviewed and no review file was written",
+            "fix the cause, then run plan-build review to try the same round again",
+            code=ExitCode.BLOCKED,
+        )
+    return text if text.endswith("\n") else text + "\n"
+
+
 def run_round(
     ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, focus: str | None
 ) -> RoundResult:
@@ -251,38 +284,35 @@ def run_round(
         record.head = ctx.repo.head()
     context = _prompt_context(ctx, wf, wdir, plan=plan_text, focus=focus, record=record)
     ctx.console.say(f"reviewing {label} of workflow {wf.id}")
-    try:
-        outcome = _ask_codex(ctx, wdir, context)
-        text = "\n".join(
-            line for line in outcome.text.split("\n") if line.strip() != CODERABBIT_MARKER
+    # In an implementation round CodeRabbit reviews the same change while Codex does: a round
+    # takes as long as the slower reviewer, not both added up.
+    stop_rabbit = threading.Event()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        rabbit = (
+            pool.submit(_ask_coderabbit, ctx, wdir, stop_rabbit)
+            if wf.phase == "implement"
+            else None
         )
-        found = extract(text) if outcome.ok else []
-        run = _as_run(outcome, [f.id for f in found], ctx.rel(outcome.log) if outcome.log else None)
-        record.reviewers["codex"] = run
-        _report(ctx, run, found)
-        if not outcome.ok:
-            record.finished_at = stamp(ctx.now())
-            save_round(wdir, record)
-            save(wdir, wf, ctx.now())
-            raise PlanBuildError(
-                f"Codex did not review {label} ({run.status}: {run.reason}); the round stays "
-                "unreviewed and no review file was written",
-                "fix the cause, then run plan-build review to try the same round again",
-                code=ExitCode.BLOCKED,
+        try:
+            text = _codex_part(
+                ctx, wf, wdir, context, record=record, label=label, live=rabbit is None
             )
-        text = text if text.endswith("\n") else text + "\n"
-        if wf.phase == "implement":
-            cr = _ask_coderabbit(ctx, wdir)
-            part, ids = coderabbit.section(cr, _taken(text))
-            text += part
-            run = _as_run(cr, ids, ctx.rel(cr.log) if cr.log else None)
-            record.reviewers["coderabbit"] = run
-            _report(ctx, run, extract(text))
-            record.tree_after = ctx.fingerprint()
-    except KeyboardInterrupt:
-        end_live_line(ctx.console)
-        ctx.console.say(f"stopped: {label} stays unreviewed; no review file was written")
-        raise
+            if rabbit is not None:
+                cr = rabbit.result()
+                part, ids = coderabbit.section(cr, _taken(text))
+                text += part
+                run = _as_run(cr, ids, ctx.rel(cr.log) if cr.log else None)
+                record.reviewers["coderabbit"] = run
+                _report(ctx, run, extract(text))
+                record.tree_after = ctx.fingerprint()
+        except KeyboardInterrupt:
+            stop_rabbit.set()
+            end_live_line(ctx.console)
+            ctx.console.say(f"stopped: {label} stays unreviewed; no review file was written")
+            raise
+        except BaseException:
+            stop_rabbit.set()
+            raise
     record.finished_at = stamp(ctx.now())
     save_round(wdir, record)
     atomic_write(wdir.review(wf.phase, wf.round), text, mode=FILE_MODE)
