@@ -103,6 +103,17 @@ def git(cwd: Path, *args: str) -> str:
     ).stdout
 
 
+def add_submodule(repo: Path, source: Path) -> None:
+    """Commit a one-file repository at `source` into `repo` as the submodule `lib`."""
+    source.mkdir()
+    git(source, "init", "-q")
+    (source / "lib.txt").write_text("v1\n")
+    git(source, "add", ".")
+    git(source, "commit", "-qm", "lib")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(source), "lib")
+    git(repo, "commit", "-qm", "add lib")
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git repository with one commit (README.md) on main."""

@@ -21,7 +21,7 @@ from plan_build.delivery import verify as verify_mod
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.interact import ScriptedInteraction
 from plan_build.ui import Console
-from tests.conftest import git
+from tests.conftest import add_submodule, git
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))
 
@@ -433,19 +433,7 @@ def test_linked_worktree_commit(shop: Path) -> None:
 
 
 def test_dirty_submodule_is_left_alone(shop: Path, tmp_path: Path) -> None:
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    git(lib, "init", "-q")
-    (lib / "lib.txt").write_text("v1\n")
-    git(lib, "add", ".")
-    git(lib, "commit", "-qm", "lib")
-    subprocess.run(
-        ["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib"],
-        cwd=shop,
-        check=True,
-        capture_output=True,
-    )
-    git(shop, "commit", "-qm", "lib")
+    add_submodule(shop, tmp_path / "lib")
     (shop / "lib/lib.txt").write_text("v2 dirty\n")
     start(shop)
     (shop / "c.txt").write_text(numbered(l1="S"))

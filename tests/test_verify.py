@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from plan_build import config, gitrepo
 from plan_build.delivery import baseline, secretscan
 from plan_build.delivery import verify as verify_mod
 from plan_build.errors import ExitCode, PlanBuildError
-from tests.conftest import git
+from tests.conftest import add_submodule, git
 
 PY = sys.executable
 
@@ -321,19 +320,7 @@ def test_verify_refuses_mid_merge(session: Path) -> None:
 
 
 def test_uncommitted_work_inside_a_submodule_is_a_warning(repo: Path, tmp_path: Path) -> None:
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    git(lib, "init", "-q")
-    (lib / "lib.txt").write_text("v1\n")
-    git(lib, "add", ".")
-    git(lib, "commit", "-qm", "lib")
-    subprocess.run(
-        ["git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib"],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
-    git(repo, "commit", "-qm", "add lib")
+    add_submodule(repo, tmp_path / "lib")
     baseline.capture(gitrepo.discover(repo), session_id="s")
     (repo / "lib" / "lib.txt").write_text("v2\n")
     (repo / "app.py").write_text("x = 1\n")

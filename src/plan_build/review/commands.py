@@ -119,12 +119,20 @@ def _review_or_describe(
 # --- commands ------------------------------------------------------------------------------
 
 
-def review_next(s: Session, *, workflow: str | None, focus: str | None) -> None:
+def _require(
+    s: Session, workflow: str | None, nothing: str
+) -> tuple[ReviewContext, Resolution, Workflow]:
+    """The context and the resolved workflow a command acts on; an error when there is none."""
     ctx = context(s, workflow)
     res = _resolve(ctx)
     if res.workflow is None:
-        raise _none_found(ctx, res, "nothing to review")
-    transitions.require_active(res.workflow)
+        raise _none_found(ctx, res, nothing)
+    return ctx, res, res.workflow
+
+
+def review_next(s: Session, *, workflow: str | None, focus: str | None) -> None:
+    ctx, res, target = _require(s, workflow, "nothing to review")
+    transitions.require_active(target)
     with locked(ctx, res) as (wf, wdir):
         _review_or_describe(ctx, wf, wdir, focus)
 
@@ -203,11 +211,10 @@ def _replace_plan(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, given: st
 
 
 def review_impl(s: Session, *, workflow: str | None, focus: str | None) -> None:
-    ctx = context(s, workflow)
-    res = _resolve(ctx)
-    if res.workflow is None:
-        raise _none_found(ctx, res, "review.impl continues a workflow whose plan was reviewed")
-    transitions.require_active(res.workflow)
+    ctx, res, target = _require(
+        s, workflow, "review.impl continues a workflow whose plan was reviewed"
+    )
+    transitions.require_active(target)
     with locked(ctx, res) as (current, wdir):
         wf = current
         if wf.phase == "plan":
@@ -225,11 +232,8 @@ def review_impl(s: Session, *, workflow: str | None, focus: str | None) -> None:
 
 
 def review_repeat(s: Session, *, workflow: str | None, focus: str | None) -> None:
-    ctx = context(s, workflow)
-    res = _resolve(ctx)
-    if res.workflow is None:
-        raise _none_found(ctx, res, "nothing to repeat")
-    transitions.require_active(res.workflow)
+    ctx, res, target = _require(s, workflow, "nothing to repeat")
+    transitions.require_active(target)
     with locked(ctx, res) as (current, wdir):
         require_codex(ctx)
         wf = transitions.repeat(ctx, current, wdir)
@@ -237,21 +241,15 @@ def review_repeat(s: Session, *, workflow: str | None, focus: str | None) -> Non
 
 
 def review_approve(s: Session, *, workflow: str | None) -> None:
-    ctx = context(s, workflow)
-    res = _resolve(ctx)
-    if res.workflow is None:
-        raise _none_found(ctx, res, "nothing to approve")
+    ctx, res, _ = _require(s, workflow, "nothing to approve")
     with locked(ctx, res) as (wf, wdir):
         transitions.approve(ctx, wf, wdir)
 
 
 def review_done(s: Session, *, workflow: str | None) -> None:
-    ctx = context(s, workflow)
-    res = _resolve(ctx)
-    if res.workflow is None:
-        raise _none_found(ctx, res, "nothing to finish")
-    if res.workflow.status == "completed":
-        ctx.console.say(f"Workflow {res.workflow.id} is already completed.")
+    ctx, res, target = _require(s, workflow, "nothing to finish")
+    if target.status == "completed":
+        ctx.console.say(f"Workflow {target.id} is already completed.")
         return
     with locked(ctx, res) as (wf, wdir):
         transitions.done(ctx, wf, wdir)
