@@ -286,10 +286,15 @@ def emulate_plugins(tool: str, home: Path, argv: list[str]) -> tuple[str, str, i
                 return "", f"Error: marketplace for `{plugin}` was not found\n", 1
             if all(e["id"] != plugin for e in entries):
                 entries.append({"id": plugin})
-            if plugin not in switches:
-                table = f'[plugins."{plugin}"]\nenabled = true\n'
+            header = f'[plugins."{plugin}"]\n'
+            if plugin not in switches:  # the real `add` writes the table, or turns it on
                 config.parent.mkdir(parents=True, exist_ok=True)
-                config.write_text(text + ("\n" if text else "") + table)
+                config.write_text(text + ("\n" if text else "") + header + "enabled = true\n")
+            elif header in text:
+                head, _, rest = text.partition(header)
+                config.write_text(
+                    head + header + rest.replace("enabled = false", "enabled = true", 1)
+                )
             save()
             return json.dumps({"pluginId": plugin}, indent=2), "", 0
     return "", f"stub {tool}: cannot emulate {argv}\n", 2

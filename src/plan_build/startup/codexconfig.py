@@ -52,15 +52,6 @@ def parse(config: Path) -> Any:
         ) from exc
 
 
-def enabled(config: Path, plugin: str) -> bool | None:
-    """The plugin's `enabled` value in the file, or None when it is not set."""
-    doc = parse(config)
-    section: Any = doc.get("plugins")
-    table: Any = section.get(plugin) if hasattr(section, "get") else None
-    value: Any = table.get("enabled") if hasattr(table, "get") else None
-    return bool(value) if isinstance(value, bool) else None
-
-
 def enable(config: Path, plugin: str) -> bool:
     """Set `enabled = true` under `[plugins."<plugin>"]`; True when the file changed.
 

@@ -422,8 +422,8 @@ def codex_steps(p: Planner, tool_step: str | None) -> None:
     if check is None:
         return
     config = codexconfig.path(p.env, p.session.home)
-    try:
-        switch = codexconfig.enabled(config, CODEX_PLUGIN)
+    try:  # Codex cannot read a broken file either: nothing else is worth planning
+        codexconfig.parse(config)
     except PlanBuildError as exc:
         p.manual(check.id, exc.what, exc.fix or "fix the file")
         return
@@ -478,13 +478,15 @@ def codex_steps(p: Planner, tool_step: str | None) -> None:
                     command=proc.quote(add_argv),
                     changes=files,
                     needs=needs,
-                    remedy=f"run `{proc.quote(add_argv)}` yourself and read its error",
+                    remedy=f"run `{proc.quote(add_argv)}` yourself and read its error; if it "
+                    f'stays disabled, set enabled = true under [plugins."{CODEX_PLUGIN}"] in '
+                    f"{p.short(config)}",
                     action=lambda: p.run_argv(add_argv, PLUGIN_TIMEOUT),
-                    verify=lambda: codex_problem(p, need_enabled=switch is not False),
+                    verify=lambda: codex_problem(p, need_enabled=True),  # add sets enabled
                 )
             ),
         )
-    if installed or switch is False:  # disabled now, or `add` would keep the old `false`
+    if installed:  # and disabled, or the check would have passed
         p.add(
             Step(
                 id=f"codex.enable.{name}",
