@@ -69,7 +69,7 @@ def test_setup_yes_installs_the_plugins_and_a_second_run_finds_nothing_to_do(
         "codex plugin add agentmemory@agentmemory --json",
     ]
     assert "setup plan: 6 step(s) to run, 0 for you" in r.stderr
-    assert r.stderr.count("ok: done") == 6
+    assert r.stderr.count("ok   done") == 6
     assert "ok   Claude plugins" in r.stderr  # the final readiness report
     assert cli("preflight", cwd=fresh).code == 0
 
@@ -122,8 +122,8 @@ def test_each_step_is_asked_and_no_skips_what_needs_it(fresh: Path, stubs: Stubs
     )
     assert len(session.ui.asked) == 4  # step 2 needs step 1: skipped, never asked
     text = err.getvalue()
-    assert "1. declined: you said no" in text
-    assert "2. skipped: needs step 1 declined" in text
+    assert "skip declined: you said no" in text
+    assert "skip skipped: needs step 1 declined" in text
     assert "mattpocock" not in " ".join(plugin_calls(stubs))
     assert "codex plugin add agentmemory@agentmemory --json" in plugin_calls(stubs)
 
@@ -138,7 +138,7 @@ def test_quit_stops_asking_and_runs_nothing_more(fresh: Path, stubs: Stubs) -> N
     ]
     text = err.getvalue()
     assert text.count("not_run: you quit") == 3  # steps 2, 3 and 5
-    assert "4. skipped: needs step 3 not_run" in text
+    assert "skip skipped: needs step 3 not_run" in text
 
 
 def test_the_question_on_a_real_terminal_offers_yes_no_all_quit(fresh: Path, stubs: Stubs) -> None:
@@ -152,7 +152,7 @@ def test_the_question_on_a_real_terminal_offers_yes_no_all_quit(fresh: Path, stu
         typed=[("[q]uit", "\n"), ("[q]uit", "a\n")],
     )
     assert "[y]es · [n]o (default) · [a]ll · [q]uit" in r.output
-    assert "1. declined: you said no" in r.output  # Enter takes the default: no
+    assert "declined: you said no" in r.output  # Enter takes the default: no
     assert r.code == 3
     assert "claude plugin marketplace add" not in " ".join(plugin_calls(stubs))
     assert "codex plugin add agentmemory@agentmemory --json" in plugin_calls(stubs)
@@ -204,7 +204,7 @@ def test_a_plugin_that_installs_but_stays_disabled_fails_with_the_remedy(
     emulate(stubs, "claude", stay_disabled=["agentmemory@agentmemory"])
     r = cli("setup", "--yes", cwd=fresh, env={"NO_COLOR": "1"})
     assert r.code == 3
-    assert "failed: agentmemory@agentmemory is installed but still disabled" in r.stderr
+    assert "FAIL agentmemory@agentmemory is installed but still disabled" in r.stderr
     assert "-> claude plugin enable agentmemory@agentmemory --scope user" in r.stderr
 
 
@@ -362,10 +362,10 @@ def test_a_failing_npm_install_stops_the_steps_that_need_claude(
     path = os.pathsep.join([str(stubs.bin), str(bin_with(tmp_path, npm=npm))])
     r = cli("setup", "--yes", cwd=ready, env={"PATH": path, "NO_COLOR": "1"})
     assert r.code == 3
-    assert "1. failed: exited 1" in r.stderr
+    assert "FAIL exited 1" in r.stderr
     assert "| npm error 404 Not Found" in r.stderr
     assert "plan-build never uses sudo" in r.stderr
-    assert "2. skipped: needs step 1 failed" in r.stderr
+    assert "skip skipped: needs step 1 failed" in r.stderr
     assert log.read_text() == "npm install -g @anthropic-ai/claude-code@2.1.332\n"
 
 

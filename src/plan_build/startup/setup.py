@@ -605,6 +605,16 @@ def memory_steps(p: Planner) -> None:
 def start_memory(p: Planner, argv: list[str], log_path: Path, url: str, wait: float) -> Result:
     env = {**p.env, "AGENTMEMORY_SLOTS": "true"}
     server = proc.spawn_detached(argv, env=env, cwd=p.session.home, log_path=log_path)
+    try:
+        return _wait_for_memory(p, server, log_path, url, wait)
+    except BaseException:  # Ctrl-C while waiting: no half-started server is left behind
+        server.stop()
+        raise
+
+
+def _wait_for_memory(
+    p: Planner, server: proc.Detached, log_path: Path, url: str, wait: float
+) -> Result:
     deadline = time.monotonic() + wait
     while True:
         live = memory.get(f"{url}/agentmemory/livez", None, timeout=2.0)
@@ -794,8 +804,10 @@ def run_step(step: Step) -> Outcome:
 
 def report_outcome(session: Session, n: int, step: Step, out: Outcome) -> None:
     con = session.console
-    mark = {"ok": "pass", "failed": "fail"}.get(out.status, "skip")
-    con.say(f"  {con.mark(mark)} {n}. {out.status}: {out.detail}")
+    if out.status in ("ok", "failed"):  # under the step's own `$ command` line
+        con.say(f"   {con.mark('pass' if out.status == 'ok' else 'fail')} {out.detail}")
+    else:
+        con.say(f"{n}. {step.title}\n   {con.mark('skip')} {out.status}: {out.detail}")
     if out.status == "failed":
         for line in out.tail:
             con.say(f"       | {line}")
