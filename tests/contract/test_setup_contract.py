@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.contract import marketplace
-from tests.contract.conftest import AGENTMEMORY, MATTPOCOCK, Agents
+from tests.contract.conftest import AGENTMEMORY, MATTPOCOCK, Agents, Plugins
 
 pytestmark = pytest.mark.contract
 
@@ -105,3 +105,45 @@ def test_a_disabled_codex_plugin_is_enabled_in_a_commented_config_keeping_every_
     )
     assert "installed, enabled" in agents.run("codex", "plugin", "list", cwd=ready).stdout
     assert rows(cli, ready)["codex.plugin.agentmemory"]["status"] == "pass"
+
+
+def test_a_disabled_claude_plugin_is_enabled_and_a_missing_one_joins_the_project_scope(
+    cli: Any, ready: Path, agents: Agents, plugins: Plugins
+) -> None:
+    # the user keeps plugins for this project in project scope: agentmemory there, disabled
+    for plugin in ("agentmemory@agentmemory", "mattpocock-skills@mattpocock"):
+        agents.json("claude", "plugin", "uninstall", plugin, "--json", cwd=ready)
+    agents.json(
+        "claude",
+        "plugin",
+        "install",
+        "agentmemory@agentmemory",
+        "-s",
+        "project",
+        "--json",
+        cwd=ready,
+    )
+    agents.json(
+        "claude",
+        "plugin",
+        "disable",
+        "agentmemory@agentmemory",
+        "-s",
+        "project",
+        "--json",
+        cwd=ready,
+    )
+    r = cli("setup", "--yes", "--json", cwd=ready, env={"NO_COLOR": "1"})
+    assert r.code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert [s["command"] for s in data["plan"]] == [
+        "claude plugin install mattpocock-skills@mattpocock --scope project --json",
+        "claude plugin enable agentmemory@agentmemory --scope project --json",
+    ]
+    assert data["plan"][1]["changes"] == [str(ready / ".claude" / "settings.json")]
+    listed = agents.json("claude", "plugin", "list", "--json", cwd=ready)
+    mine = {e["id"]: (e["scope"], e["enabled"]) for e in listed if "@builtin" not in e["id"]}
+    assert mine == {
+        "agentmemory@agentmemory": ("project", True),
+        "mattpocock-skills@mattpocock": ("project", True),
+    }
