@@ -528,3 +528,13 @@ def test_ctrl_c_during_a_step_exits_130_and_leaves_the_config_whole(
         os.kill(stub_pid, 0)  # the running step was stopped with plan-build
     assert not any(p.name.endswith(".tmp") for p in stubs.home.iterdir())
     assert not (ready / ".agentmemory-project.tmp").exists()
+
+
+def test_a_mistyped_setup_key_or_mode_is_a_usage_error_naming_it(cli: Any, fresh: Path) -> None:
+    (fresh / ".plan-build.yaml").write_text("setup:\n  marketplaces:\n    agentmemry: /m\n")
+    r = cli("setup", "--dry-run", cwd=fresh)
+    assert r.code == 2
+    assert ".plan-build.yaml:3: unknown key setup.marketplaces.agentmemry" in r.stderr
+    bad = cli("setup", "--mode", "plan", cwd=fresh)
+    assert bad.code == 2
+    assert "--mode must be standard or architect, not 'plan'" in bad.stderr

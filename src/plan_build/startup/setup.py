@@ -459,7 +459,7 @@ def codex_steps(p: Planner, tool_step: str | None) -> None:
                         check=check.id,
                         title=f"add the Codex plugin marketplace {mkt} from {src.source}",
                         command=proc.quote(argv),
-                        changes=files[:1],
+                        changes=(files[0], p.short(config.parent) + "/ (a Git source's copy)"),
                         needs=base,
                         remedy=_source_remedy(src),
                         action=lambda: p.run_argv(argv, PLUGIN_TIMEOUT),
