@@ -538,3 +538,26 @@ def test_a_mistyped_setup_key_or_mode_is_a_usage_error_naming_it(cli: Any, fresh
     bad = cli("setup", "--mode", "plan", cwd=fresh)
     assert bad.code == 2
     assert "--mode must be standard or architect, not 'plan'" in bad.stderr
+
+
+@pytest.mark.parametrize("marker", ["CLAUDECODE", "CODEX_SANDBOX"])
+def test_an_agent_session_may_see_the_plan_but_never_runs_it(
+    cli: Any, fresh: Path, stubs: Stubs, marker: str
+) -> None:
+    r = cli("setup", "--yes", cwd=fresh, env={marker: "1"})
+    assert r.code == 4
+    assert f"not an agent session's ({marker} is set)" in r.stderr
+    assert plugin_calls(stubs) == []
+    assert cli("setup", "--dry-run", cwd=fresh, env={marker: "1"}).code == 0
+
+
+def test_an_output_tail_drops_codex_backtraces_and_path_warnings() -> None:
+    err = (
+        "WARNING: proceeding, even though we could not create PATH aliases: Refusing …\n"
+        "Error: failed to resolve local marketplace source path: No such file or directory\n\n"
+        "Stack backtrace:\n   0: <unknown>\n   1: <unknown>\n"
+    )
+    assert setup_mod.tail("", err) == (
+        "Error: failed to resolve local marketplace source path: No such file or directory",
+    )
+    assert setup_mod.tail("\n".join(str(i) for i in range(9))) == ("4", "5", "6", "7", "8")

@@ -109,6 +109,17 @@ def tail(*texts: str, lines: int = TAIL) -> tuple[str, ...]:
     return tuple(kept[-lines:])
 
 
+def _message(stdout: str) -> str | None:
+    """The `message` of Claude's one-line `--json` result, when there is one."""
+    last = (stdout.strip().splitlines() or [""])[-1]
+    try:
+        data = json.loads(last)
+    except json.JSONDecodeError:
+        return None
+    message = data.get("message") if isinstance(data, dict) else None
+    return message.splitlines()[0] if isinstance(message, str) and message else None
+
+
 # ---------------------------------------------------------------------------------- planning
 
 
@@ -150,7 +161,8 @@ class Planner:
         r = proc.run(argv, cwd=self.cwd, env=self.env, timeout=timeout)
         lines = tail(r.stdout, r.stderr)
         if r.ok:
-            return Result(True, "done", lines)
+            said = _message(r.stdout)
+            return Result(True, "done" + (f" · {said}" if said else ""), lines)
         return Result(False, f"exited {r.returncode}", lines)
 
     def query(self, argv: Sequence[str]) -> Any:
@@ -834,6 +846,18 @@ def run(session: Session, opts: Options) -> None:
         con.say("dry run: nothing was changed")
         emit(report)
         return
+    if runnable:
+        from plan_build.delivery.commit import AGENT_MARKERS
+
+        marker = next((k for k in AGENT_MARKERS if session.env.get(k)), None)
+        if marker is not None:  # an agent may show the plan, never approve changing the machine
+            emit(None)
+            raise PlanBuildError(
+                f"setup changes this machine on your approval, not an agent session's "
+                f"({marker} is set)",
+                "run plan-build setup yourself, in your own terminal (--dry-run shows the plan)",
+                code=ExitCode.APPROVAL,
+            )
     if runnable and not opts.yes and not session.ui.interactive:
         emit(None)
         raise PlanBuildError(
