@@ -266,6 +266,24 @@ def test_implementation_rounds_show_both_reviewers_while_they_run(
     assert any("codex done (no findings)" in ln and "coderabbit reviewing" in ln for ln in lines)
 
 
+def test_on_a_terminal_one_live_line_names_both_reviewers(cli, stubs, project: Path) -> None:
+    import os
+    import sys
+
+    from tests.support.pty_run import run_on_pty
+
+    to_implementation(cli, stubs, project)
+    stubs.rule("codex", codex_rule(CLEAN, sleep=1.5))
+    rabbit(stubs, rabbit_finding("major", "app.py", "Bounds"), rabbit_complete(1), sleep=0.2)
+    env = {**os.environ, "TERM": "xterm"}
+    env.pop("NO_COLOR", None)
+    r = run_on_pty([sys.executable, "-m", "plan_build", "review.impl"], cwd=project, env=env)
+    assert r.code == 0, r.output
+    assert "\r\033[K  codex reviewing · " in r.output
+    assert "· coderabbit done (1 finding)" in r.output
+    assert "still reviewing" not in r.output
+
+
 # --- item 11: smaller ------------------------------------------------------------------------
 
 

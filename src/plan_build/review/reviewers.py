@@ -155,6 +155,12 @@ class Progress:
             else:
                 self.console.say(f"  {self.line()}")
 
+    def say(self, text: str) -> None:
+        """A line of its own while the progress line runs (the live line is redrawn next tick)."""
+        with self._lock:
+            end_live_line(self.console)
+            self.console.say(text)
+
     def finish(self, name: str, state: str) -> None:
         """`name` is no longer reviewing: `state` is what it ended with."""
         with self._lock:

@@ -180,7 +180,9 @@ class RoundResult:
     early: bool = False  # the findings file existed before this review was written
 
 
-def _ask_codex(ctx: ReviewContext, wdir: WorkflowDir, context: prompts.PromptContext) -> Outcome:
+def _ask_codex(
+    ctx: ReviewContext, wdir: WorkflowDir, context: prompts.PromptContext, progress: Progress
+) -> Outcome:
     return codex.review(
         lambda strict: prompts.build(ctx.templates, context, strict=strict),
         cwd=ctx.repo.root,
@@ -191,7 +193,7 @@ def _ask_codex(ctx: ReviewContext, wdir: WorkflowDir, context: prompts.PromptCon
         # the fixed recipe's reviewer role, unless codex-review's own override is set
         model=codex.model_from(ctx.env, ctx.config.get("review.codex_model"))
         or recipe.RECIPE.role(recipe.REVIEWER).model,
-        on_retry=lambda why: ctx.console.say(
+        on_retry=lambda why: progress.say(
             f"  codex answered without a readable review ({why}); asking once more"
         ),
     )
@@ -255,7 +257,7 @@ def _reviewers(
             pool.submit(_ask_coderabbit, ctx, wdir, stop_rabbit, progress) if implement else None
         )
         try:
-            outcome = _ask_codex(ctx, wdir, context)
+            outcome = _ask_codex(ctx, wdir, context, progress)
         except BaseException:
             stop_rabbit.set()
             raise
