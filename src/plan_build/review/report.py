@@ -56,7 +56,12 @@ def as_json(ctx: ReviewContext, r: Report) -> dict[str, Any]:
     reviewers = {}
     if r.record is not None:
         reviewers = {
-            name: {"status": run.status, "reason": run.reason, "seconds": run.seconds}
+            name: {
+                "status": run.status,
+                "reason": run.reason,
+                "seconds": run.seconds,
+                "exit_code": run.exit_code,
+            }
             for name, run in r.record.reviewers.items()
         }
     return {

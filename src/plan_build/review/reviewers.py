@@ -13,7 +13,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,25 +87,6 @@ def duration(seconds: float) -> str:
         return f"{minutes}m{rest:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
-
-
-def heartbeat(
-    console: Console, name: str, doing: str, *, live: bool = True
-) -> tuple[Callable[[float], None], float]:
-    """A heartbeat for proc.run and how often to call it: a live status line every second on
-    a terminal, one line every 30 s otherwise (and when two reviewers run at once)."""
-    if console.fancy and live:
-
-        def status_line(elapsed: float) -> None:
-            console.stream.write(f"\r\033[K  {name:<11} {doing} · {duration(elapsed)}")
-            console.stream.flush()
-
-        return status_line, 1.0
-
-    def line(elapsed: float) -> None:
-        console.say(f"  {name:<11} still {doing} · {duration(elapsed)}")
-
-    return line, 30.0
 
 
 HEARTBEAT = 30.0  # seconds between progress lines off a terminal
@@ -220,7 +201,6 @@ __all__ = [
     "duration",
     "end_live_line",
     "findings_state",
-    "heartbeat",
     "heartbeat_every",
     "keep_log",
     "tail",
