@@ -34,6 +34,8 @@ class ReviewerRun:
     findings: list[str] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
     log: str | None = None
+    exit_code: int | None = None
+    stderr_tail: str | None = None
 
     @property
     def clean(self) -> bool:

@@ -20,7 +20,16 @@ from pathlib import Path
 from plan_build.errors import ExitCode, PlanBuildError, usage
 from plan_build.review.layout import WorkflowDir, check_id, workflows_dir
 from plan_build.review.sessions import ClaudeSession, live_session_ids
-from plan_build.review.workflow import Workflow, exists, list_ids, load, project_key, save
+from plan_build.review.workflow import (
+    Skipped,
+    Workflow,
+    exists,
+    list_ids,
+    load,
+    project_key,
+    save,
+    scan,
+)
 
 
 @dataclass
@@ -31,6 +40,7 @@ class Resolution:
     claim: bool = False  # bind the workflow to the session (under the lock)
     note: str | None = None
     orphans: tuple[str, ...] = ()  # active workflows whose owning session has ended
+    skipped: tuple[Skipped, ...] = ()  # folders under workflows/ that are not readable workflows
 
 
 def _ambiguous(kind: str, ids: list[str]) -> PlanBuildError:
@@ -49,8 +59,15 @@ def resolve(
 ) -> Resolution:
     if explicit is not None:
         return _explicit(root, session, env, check_id(explicit))
-    workflows = [load(WorkflowDir(root, i)) for i in list_ids(root)]
-    active = [wf for wf in workflows if wf.active]
+    workflows, skipped = scan(root)
+    res = _among(root, session, env, [wf for wf in workflows if wf.active])
+    res.skipped = tuple(skipped)
+    return res
+
+
+def _among(
+    root: Path, session: ClaudeSession | None, env: Mapping[str, str], active: list[Workflow]
+) -> Resolution:
     if session is None:
         if len(active) > 1:
             raise _ambiguous("multiple active workflows found", [wf.id for wf in active])
@@ -111,6 +128,15 @@ def _explicit(
     return res
 
 
+def last_completed(root: Path, session: ClaudeSession | None) -> Workflow | None:
+    """The most recently finished workflow this session may look at (its own or an unowned
+    one; without a session, any): what `review.status` shows until a new workflow starts."""
+    done = [wf for wf in scan(root)[0] if wf.status == "completed"]
+    if session is not None:
+        done = [wf for wf in done if wf.owner_session_id in (session.session_id, "")]
+    return max(done, key=lambda wf: (wf.updated_at, wf.id), default=None)
+
+
 def claim(wdir: WorkflowDir, session: ClaudeSession, now: _dt.datetime) -> Workflow:
     """Bind the workflow to the session (re-read first, under the caller's lock)."""
     wf = load(wdir)
@@ -121,4 +147,4 @@ def claim(wdir: WorkflowDir, session: ClaudeSession, now: _dt.datetime) -> Workf
     return wf
 
 
-__all__ = ["Resolution", "claim", "resolve"]
+__all__ = ["Resolution", "claim", "last_completed", "resolve"]

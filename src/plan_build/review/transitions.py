@@ -15,22 +15,18 @@ from plan_build.errors import ExitCode, PlanBuildError, usage
 from plan_build.review.layout import WorkflowDir, stamp
 from plan_build.review.records import ApprovalRecord, save_approval, sha256_file
 from plan_build.review.rounds import (
+    REPEAT,
     Problem,
+    blocking,
     phase_round,
     problems,
     record_of,
-    stale,
+    short,
     sync_ledger,
 )
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView, Step, inspect
 from plan_build.review.workflow import Workflow, save
-
-REPEAT = "run plan-build review.repeat to review the change as it is now"
-
-
-def short(tree: str | None) -> str:
-    return tree[:12] if tree else "unknown"
 
 
 def require_active(wf: Workflow) -> None:
@@ -55,52 +51,11 @@ def blocked(what: str, found: list[Problem]) -> PlanBuildError:
 
 
 def gate(ctx: ReviewContext, view: RoundView) -> tuple[list[Problem], str | None]:
-    """Everything that stands between this round and its approval, and the reviewed tree."""
+    """Everything that stands between this round and its approval (rounds.blocking, the list
+    review.status shows too), and the tree an approval would be for."""
     record = record_of(view)
-    found = problems(ctx, view, record)
-    tree: str | None = None
-    if view.step != Step.APPROVAL:
-        return found, None
-    if view.phase == "implement":
-        reviewed, current, moved = stale(ctx, record)
-        tree = reviewed
-        if moved:
-            found.append(
-                Problem(
-                    f"the change has moved since {phase_round(view.phase, view.round)} "
-                    f"reviewed it (reviewed {short(reviewed)}, now {short(current)})",
-                    fix=REPEAT,
-                )
-            )
-        elif reviewed is None:
-            ctx.console.say(
-                f"note: {phase_round(view.phase, view.round)} was not reviewed by plan-build, so "
-                "the change it covered is unknown; the commit step will ask for a fresh review"
-            )
-        else:
-            marked = [f.id for f in view.findings if view.token(f) in ("FIX", "ACCEPT")]
-            if marked:
-                found.append(
-                    Problem(
-                        f"{', '.join(marked)} marked FIX, but the change has not moved since "
-                        "this round reviewed it, so the fix is not in what was reviewed",
-                        fix="apply the fixes, then "
-                        + REPEAT.removeprefix("run ")
-                        + " (or record a different decision)",
-                    )
-                )
-    elif (
-        record is not None
-        and record.plan_sha256
-        and sha256_file(view.wdir.plan) != record.plan_sha256
-    ):
-        found.append(
-            Problem(
-                f"{ctx.rel(view.wdir.plan)} changed since "
-                f"{phase_round(view.phase, view.round)} reviewed it",
-                fix="run plan-build review.repeat to review the plan as it is now",
-            )
-        )
+    found = blocking(ctx, view, record)
+    tree = record.reviewed_tree if record is not None and view.phase == "implement" else None
     return found, tree
 
 
@@ -115,6 +70,11 @@ def approve(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
     label = phase_round(wf.phase, wf.round)
     if hard:
         raise blocked(f"{label} cannot be approved yet", hard)
+    if wf.phase == "implement" and tree is None:
+        ctx.console.say(
+            f"note: {label} was not reviewed by plan-build, so the change it covered is "
+            "unknown; the commit step will ask for a fresh review"
+        )
     waivable = [p for p in found if p.waivable]
     if waivable:
         ctx.console.say(f"{label} is ready except for:")
@@ -193,4 +153,4 @@ def done(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
     return wf
 
 
-__all__ = ["approve", "blocked", "done", "gate", "repeat", "require_active", "short"]
+__all__ = ["REPEAT", "approve", "blocked", "done", "gate", "repeat", "require_active", "short"]
