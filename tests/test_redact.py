@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from plan_build.dispatch import redact
+from plan_build import redact
 
 
 def test_known_secret_patterns_are_withheld_line_by_line() -> None:
