@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,26 @@ def test_cli_verify_says_the_allowlisted_secret_is_decided_at_commit(repo: Path,
     assert "plan-build commit" in r.stderr
     assert aws_key() not in r.stderr + r.stdout
     assert os.path.exists(repo / ".git/plan-build/sessions/s/verify.json")
+
+
+def test_on_a_real_terminal_enter_declines_and_yes_accepts(repo: Path) -> None:
+    from tests.support.pty_run import run_on_pty
+
+    session_with_pragma(repo)
+    env = {**os.environ, "PLAN_BUILD_SESSION": "s"}
+    argv = [sys.executable, "-m", "plan_build", "commit", "--message", "Add fixture"]
+    question = "recording that in the commit's approval record?"
+
+    declined = run_on_pty(argv, cwd=repo, env=env, typed=[(question, "\n")])
+    assert declined.code == ExitCode.APPROVAL, declined.output
+    assert "fixture.py:2 (AWS Access Key)" in declined.output
+    assert git(repo, "rev-list", "--count", "HEAD").strip() == "1"
+
+    done = run_on_pty(
+        argv, cwd=repo, env=env, typed=[(question, "y\n"), ("Nothing is pushed.", "y\n")]
+    )
+    assert done.code == 0, done.output
+    assert aws_key() not in done.output
+    assert approval_record(repo)["accepted_allowlisted"] == [
+        {"path": "fixture.py", "line": 2, "type": "AWS Access Key"}
+    ]
