@@ -150,7 +150,10 @@ def canary_caught() -> bool:
     """True when the scanner finds the canary through the same diff parsing and scan path."""
     from plan_build.delivery.intended import parse_added
 
-    found = scan(parse_added(canary_diff()))
+    try:
+        found = scan(parse_added(canary_diff()))
+    except RuntimeError:  # the plugin set lacks what the canary needs: not a clean scanner
+        return False
     return any(
         f.path == CANARY_PATH and f.type == "AWS Access Key" and not f.allowlisted for f in found
     )
