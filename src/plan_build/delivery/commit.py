@@ -408,6 +408,8 @@ def require_verified(repo: Repo, base: Baseline, tree: str) -> dict[str, Any]:
         )
     if not record.get("ok"):
         failed = [c["id"] for c in record.get("checks", []) if c.get("status") == "fail"]
+        if failed and set(failed) <= verify_mod.ACCEPTABLE_AT_COMMIT:
+            return record  # the user decides at the approval (accept_allowlisted)
         raise PlanBuildError(
             f"verification failed for this change ({', '.join(failed) or 'see plan-build verify'})",
             "fix what plan-build verify reports and run it again",
@@ -473,6 +475,7 @@ def run(
         if message is None:
             message = _ask_message(ui, plan)
         show_summary(console, plan, record, review, message)
+        accepted = accept_allowlisted(ui, console, record)
         where = base.branch or "detached HEAD"
         if not ui.confirm(f"Create this commit on {where}? Nothing is pushed.", default=False):
             raise PlanBuildError(
@@ -486,7 +489,71 @@ def run(
                 "run plan-build verify and plan-build commit again",
                 code=ExitCode.BLOCKED,
             )
+        save_approval(repo, plan, record, review, accepted)
         return _publish(repo, plan, message, env)
+
+
+def accept_allowlisted(
+    ui: Interaction, console: Console, record: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Ask the user (at the terminal; agents were refused earlier) to accept the suspected
+    secrets that an allowlist pragma in the change silences. Returns what was accepted."""
+    failed = {c.get("id") for c in record.get("checks", []) if c.get("status") == "fail"}
+    if "secrets.allowlisted" not in failed:
+        return []
+    items = [i for i in record.get("allowlisted", []) if isinstance(i, dict)]
+    console.say("  suspected secrets silenced by an allowlist pragma in the change:")
+    for i in items[:50]:
+        console.say(f"    {display_path(str(i.get('path')))}:{i.get('line')} ({i.get('type')})")
+    if len(items) > 50:
+        console.say(f"    … and {len(items) - 50} more")
+    question = (
+        "Accept the allowlisted finding(s) above as not secrets, recording that in the "
+        "commit's approval record?"
+    )
+    if not ui.confirm(question, default=False):
+        raise PlanBuildError(
+            "the allowlisted suspected secrets were not accepted; nothing was committed",
+            "take them out of the change (or keep the pragma and accept them), then run "
+            "plan-build verify and plan-build commit again",
+            code=ExitCode.APPROVAL,
+        )
+    return items
+
+
+def approval_path(repo: Repo, session_id: str) -> Path:
+    return baseline_mod.sessions_dir(repo) / session_id / "commit-approval.json"
+
+
+def save_approval(
+    repo: Repo,
+    plan: Plan,
+    record: Mapping[str, Any],
+    review: str,
+    accepted: list[dict[str, Any]],
+) -> None:
+    """The commit's approval record: what the user approved at the terminal, and which
+    allowlisted findings they accepted. Written before HEAD moves."""
+    base = plan.base
+    fsutil.atomic_write(
+        approval_path(repo, base.id),
+        json.dumps(
+            {
+                "session": base.id,
+                "approved_at": baseline_mod.now_utc(),
+                "branch": base.branch,
+                "head": base.head,
+                "tree": plan.change.tree,
+                "commit_tree": plan.new_tree,
+                "verified_at": record.get("when"),
+                "review": review,
+                "confirmed_on_terminal": True,
+                "accepted_allowlisted": accepted,
+            },
+            indent=2,
+        )
+        + "\n",
+    )
 
 
 # Set by Claude Code and Codex in the commands they run. Their shells have no terminal, so the

@@ -27,9 +27,9 @@ from typing import Any
 
 import psutil
 
-from plan_build import proc, snapshot
+from plan_build import proc, redact, snapshot
 from plan_build.context import Session
-from plan_build.dispatch import memslot, redact, taskfile, telemetry
+from plan_build.dispatch import memslot, taskfile, telemetry
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch.evidence import (
     REASONS,

@@ -211,6 +211,7 @@ def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | 
         source = plans.native_plan(ctx.env, session)
         recorded = str(source)
         data = plans.read_plan(source, recorded)
+    _refuse_secrets(ctx, data, plan or recorded)
     now = ctx.now()
     wdir = WorkflowDir(ctx.root, new_id(now))
     while wdir.path.exists():
@@ -234,6 +235,7 @@ def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | 
 def _replace_plan(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, given: str) -> None:
     source, recorded = plans.source_path(given, ctx.cwd, ctx.root)
     data = plans.read_plan(source, given)
+    _refuse_secrets(ctx, data, given)
     try:
         current: bytes | None = wdir.plan.read_bytes()
     except FileNotFoundError:
@@ -253,6 +255,20 @@ def _replace_plan(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, given: st
     atomic_write(wdir.plan, data, mode=FILE_MODE)
     wf.plan_source_path = recorded
     save(wdir, wf, ctx.now())
+
+
+def _refuse_secrets(ctx: ReviewContext, data: bytes, shown: str) -> None:
+    """The plan goes into artifacts/plan.md and Codex's prompt: no credentials (the same rule
+    as dispatch's prompts), refused before anything is written or sent."""
+    from plan_build import redact
+
+    redact.refuse_secrets(
+        data.decode("utf-8", "replace"),
+        shown,
+        ctx.env,
+        fix="take the credential out of the plan (name the variable or secret store instead), "
+        "then run plan-build review.plan again",
+    )
 
 
 def review_impl(s: Session, *, workflow: str | None, focus: str | None) -> None:
