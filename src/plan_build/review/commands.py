@@ -12,6 +12,7 @@ from typing import Any
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError, usage
 from plan_build.fsutil import atomic_write
+from plan_build.interact import next_command
 from plan_build.review import ledger as ledger_mod
 from plan_build.review import plans, report, transitions
 from plan_build.review.layout import WorkflowDir, new_id
@@ -101,6 +102,12 @@ def _describe(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> None:
         raise transitions.blocked(f"{label} {waiting}", hard)
     for p in found:
         ctx.console.say(f"  note: {p.text}")
+    if found:  # approving these needs the user: inside an agent, the user is asked
+        ctx.console.say(
+            f"{label} is decided; approving it needs the user's confirmation · "
+            + next_command(ctx.env, transitions.approve_command(wf))
+        )
+        return
     ctx.console.say(
         f"{label} is decided: approve it with plan-build review.approve, "
         "or review again with plan-build review.repeat"
