@@ -245,7 +245,8 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
 
 def save(repo: Repo, base: Baseline) -> None:
     fsutil.atomic_write(
-        meta_path(repo, base.id), json.dumps(base.as_json(), indent=2, sort_keys=True) + "\n"
+        repo.in_state(meta_path(repo, base.id)),
+        json.dumps(base.as_json(), indent=2, sort_keys=True) + "\n",
     )
 
 

@@ -15,10 +15,10 @@ from plan_build.fsutil import atomic_write
 from plan_build.interact import next_command
 from plan_build.review import ledger as ledger_mod
 from plan_build.review import plans, report, transitions
-from plan_build.review.layout import WorkflowDir, new_id
+from plan_build.review.layout import WorkflowDir, guard, new_id
 from plan_build.review.ledger import Ledger
 from plan_build.review.lock import WorkflowLock, held_by_other, signals_interrupt
-from plan_build.review.resolution import Resolution, claim, resolve
+from plan_build.review.resolution import Resolution, claim, record_owner, resolve
 from plan_build.review.rounds import (
     FILE_MODE,
     RoundResult,
@@ -174,9 +174,9 @@ def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | 
         recorded = str(source)
         data = plans.read_plan(source, recorded)
     now = ctx.now()
-    wdir = WorkflowDir(ctx.root, new_id(now))
+    wdir = guard(WorkflowDir(ctx.root, new_id(now)))
     while wdir.path.exists():
-        wdir = WorkflowDir(ctx.root, new_id(now))
+        wdir = guard(WorkflowDir(ctx.root, new_id(now)))
     wdir.artifacts.mkdir(parents=True, exist_ok=True)
     atomic_write(wdir.plan, data, mode=FILE_MODE)
     ledger_mod.ensure(wdir.ledger)
@@ -187,6 +187,8 @@ def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | 
         wf.owner_cwd = session.cwd
         wf.owner_project_key = project_key(session.cwd) if session.cwd else ""
     save(wdir, wf, now)  # last: a directory without workflow.json is not a workflow
+    if session is not None:
+        record_owner(wdir, session)
     ctx.console.say(f"Created workflow {wf.id} (plan from {recorded}).")
     created = Resolution(wf, wdir, session)
     with locked(ctx, created) as (wf, wdir):

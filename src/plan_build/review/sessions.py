@@ -38,6 +38,7 @@ class ClaudeSession:
     cwd: str
     file: Path
     source: str  # how it was found: "process tree", ID_HINT or PID_HINT
+    proc_start: str | None = None  # the live process's start time (/proc), when known
 
 
 class SessionError(PlanBuildError):
@@ -120,7 +121,8 @@ def _from_file(path: Path, pid: int, source: str) -> tuple[ClaudeSession | None,
     if reason:
         return None, reason
     cwd = info.get("cwd")
-    return ClaudeSession(pid, session_id, cwd if isinstance(cwd, str) else "", path, source), ""
+    where = cwd if isinstance(cwd, str) else ""
+    return ClaudeSession(pid, session_id, where, path, source, process_start(pid)), ""
 
 
 def live_file(directory: Path, pid: int) -> bool:
@@ -155,14 +157,17 @@ def _by_pid(directory: Path, pid_hint: str, id_hint: str) -> ClaudeSession:
 
 def _by_id(directory: Path, id_hint: str, tree: ClaudeSession | None) -> ClaudeSession:
     if tree is not None and tree.session_id == id_hint:
-        return ClaudeSession(tree.pid, tree.session_id, tree.cwd, tree.file, ID_HINT)
+        return ClaudeSession(
+            tree.pid, tree.session_id, tree.cwd, tree.file, ID_HINT, tree.proc_start
+        )
     if tree is not None:
+        # claude 2.1.332 changes both to the new id on /clear, so they disagree only when the
+        # variable was inherited from another session (a nested shell, a copied environment)
         raise SessionError(
             f"{ID_HINT} is {id_hint}, but this process runs under Claude Code pid {tree.pid} "
             f"whose session file says {tree.session_id}",
-            "Claude Code keeps the old id in its session file after /clear "
-            "(anthropics/claude-code#36213): restart Claude Code, or name the workflow with "
-            "--workflow ID",
+            f"the variable comes from another session: unset {ID_HINT} (the process tree "
+            "finds the session), or name the workflow with --workflow ID",
         )
     matches = []
     for pid, path in _numbered_files(directory):
