@@ -4,6 +4,7 @@ on PATH, a Claude session file for this test process (an ancestor of every comma
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -565,9 +566,21 @@ def test_another_sessions_workflow_is_left_alone(
     cli, stubs, project: Path, private_home: Path
 ) -> None:
     start_plan_review(cli, stubs, project)
-    claude_session(private_home, project, sid=OTHER_SESSION)  # this process is now someone else
-    stubs.rule("codex", codex_rule(CLEAN))
-    r = cli("review.plan", "--plan", "../plan.md", cwd=project)
+    # another session is another Claude process (the same process under a new id is /clear)
+    other = subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL)
+    try:
+        claude_session(private_home, project, sid=OTHER_SESSION, pid=other.pid)
+        stubs.rule("codex", codex_rule(CLEAN))
+        r = cli(
+            "review.plan",
+            "--plan",
+            "../plan.md",
+            cwd=project,
+            env={"PLAN_BUILD_CLAUDE_PID": str(other.pid)},
+        )
+    finally:
+        other.kill()
+        other.wait()
     assert r.code == 0, r.stderr
     ids = sorted(p.name for p in (project / WORKFLOWS).iterdir())
     assert len(ids) == 2
