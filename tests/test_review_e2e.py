@@ -4,6 +4,7 @@ on PATH, a Claude session file for this test process (an ancestor of every comma
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -242,13 +243,18 @@ def test_only_low_findings_may_be_deferred(cli, stubs, project: Path) -> None:
     assert "HIGH-1 is deferred, but only LOW findings may be deferred" in r.stderr
 
 
-def test_deferring_a_low_finding_needs_a_terminal(cli, stubs, project: Path) -> None:
+def test_deferring_a_low_finding_inside_the_session_asks_for_the_user(
+    cli, stubs, project: Path
+) -> None:
+    """This test process poses as the Claude session (an ancestor of the command), so the
+    deferral is refused as an agent's, and the text tells Claude to ask the user."""
     wf = start_plan_review(cli, stubs, project)
     decide(wf, "plan", 1, "### HIGH-1\nDecision: ACCEPT\n### LOW-1\nDecision: DEFER\n")
     r = cli("review.approve", cwd=project)
     assert r.code == 4
     assert "LOW-1 (low) is deferred: that needs your approval" in r.stderr
-    assert "no terminal to ask" in r.stderr
+    assert "is Claude Code" in r.stderr
+    assert f"ask the user to run `plan-build review.approve --workflow {wf.name}`" in r.stderr
     assert json.loads((wf / "workflow.json").read_text())["phase"] == "plan"
     assert not (wf / "artifacts" / "plan-approval-r1.json").exists()
 
@@ -562,9 +568,21 @@ def test_another_sessions_workflow_is_left_alone(
     cli, stubs, project: Path, private_home: Path
 ) -> None:
     start_plan_review(cli, stubs, project)
-    claude_session(private_home, project, sid=OTHER_SESSION)  # this process is now someone else
-    stubs.rule("codex", codex_rule(CLEAN))
-    r = cli("review.plan", "--plan", "../plan.md", cwd=project)
+    # another session is another Claude process (the same process under a new id is /clear)
+    other = subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL)
+    try:
+        claude_session(private_home, project, sid=OTHER_SESSION, pid=other.pid)
+        stubs.rule("codex", codex_rule(CLEAN))
+        r = cli(
+            "review.plan",
+            "--plan",
+            "../plan.md",
+            cwd=project,
+            env={"PLAN_BUILD_CLAUDE_PID": str(other.pid)},
+        )
+    finally:
+        other.kill()
+        other.wait()
     assert r.code == 0, r.stderr
     ids = sorted(p.name for p in (project / WORKFLOWS).iterdir())
     assert len(ids) == 2

@@ -41,6 +41,7 @@ def make_ctx(
         config=config.load(repo),
         clock=lambda: NOW,
         find_session=lambda: None,
+        parents=lambda: [],  # no agent above, wherever the suite runs
     )
 
 

@@ -30,7 +30,7 @@ from plan_build.delivery.baseline import ZERO_OID, Baseline
 from plan_build.delivery.intended import Change, Entry, display_path
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
-from plan_build.interact import Interaction, no_terminal
+from plan_build.interact import Interaction, no_terminal, require_person
 from plan_build.ui import Console
 
 # --- review gate (seam) -----------------------------------------------------------------
@@ -458,10 +458,11 @@ def run(
     console: Console,
     env: Mapping[str, str],
     message: str | None = None,
+    parents: Callable[[], list[int]] | None = None,
 ) -> Outcome:
     """Make the session's one commit, after every check and the user's approval."""
     message = _check_message(message)
-    _refuse_agent(env)
+    how = require_person(env, what="the commit", command=COMMAND, parents=parents)
     with repo_lock(repo):
         recovered = recover(repo, base)
         if recovered is not None:
@@ -489,8 +490,8 @@ def run(
                 "run plan-build verify and plan-build commit again",
                 code=ExitCode.BLOCKED,
             )
-        save_approval(repo, plan, record, review, accepted)
-        return _publish(repo, plan, message, env)
+        save_approval(repo, plan, record, review, accepted, how=how)
+        return _publish(repo, plan, message, env, how)
 
 
 def accept_allowlisted(
@@ -531,6 +532,8 @@ def save_approval(
     record: Mapping[str, Any],
     review: str,
     accepted: list[dict[str, Any]],
+    *,
+    how: str,
 ) -> None:
     """The commit's approval record: what the user approved at the terminal, and which
     allowlisted findings they accepted. Written before HEAD moves."""
@@ -548,6 +551,7 @@ def save_approval(
                 "verified_at": record.get("when"),
                 "review": review,
                 "confirmed_on_terminal": True,
+                "confirmed_how": how,
                 "accepted_allowlisted": accepted,
             },
             indent=2,
@@ -556,19 +560,7 @@ def save_approval(
     )
 
 
-# Set by Claude Code and Codex in the commands they run. Their shells have no terminal, so the
-# approval could not be asked anyway; refusing up front also covers an agent that fakes one.
-AGENT_MARKERS = ("CLAUDECODE", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED")
-
-
-def _refuse_agent(env: Mapping[str, str]) -> None:
-    marker = next((k for k in AGENT_MARKERS if env.get(k)), None)
-    if marker is not None:
-        raise PlanBuildError(
-            f"the commit is approved by you, not by an agent session ({marker} is set)",
-            "run plan-build commit yourself, in your own terminal",
-            code=ExitCode.APPROVAL,
-        )
+COMMAND = 'plan-build commit --message "…"'
 
 
 def _check_message(message: str | None) -> str | None:
@@ -622,7 +614,9 @@ def _ask_message(ui: Interaction, plan: Plan) -> str:
     return message
 
 
-def _publish(repo: Repo, plan: Plan, message: str, env: Mapping[str, str]) -> Outcome:
+def _publish(
+    repo: Repo, plan: Plan, message: str, env: Mapping[str, str], how: str | None = None
+) -> Outcome:
     base = plan.base
     args = ["commit-tree", plan.new_tree]
     if base.head:
@@ -673,7 +667,7 @@ def _publish(repo: Repo, plan: Plan, message: str, env: Mapping[str, str]) -> Ou
                 "run plan-build commit again: it only finishes the index update",
                 code=ExitCode.BLOCKED,
             ) from exc
-        baseline_mod.mark_committed(repo, base, commit)
+        baseline_mod.mark_committed(repo, base, commit, approved=how)
         pending.unlink(missing_ok=True)
     return Outcome(commit, base.branch, plan, message, interrupted=bool(caught))
 

@@ -157,7 +157,8 @@ def record_path(repo: Repo, session_id: str) -> Path:
 def save_record(repo: Repo, report: Report) -> None:
     data = {**report.as_json(), "when": report.when}
     fsutil.atomic_write(
-        record_path(repo, report.change.baseline.id), json.dumps(data, indent=2) + "\n"
+        repo.in_state(record_path(repo, report.change.baseline.id)),
+        json.dumps(data, indent=2) + "\n",
     )
 
 

@@ -12,12 +12,19 @@ from typing import Any
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError, usage
 from plan_build.fsutil import atomic_write
+from plan_build.interact import next_command
 from plan_build.review import ledger as ledger_mod
 from plan_build.review import plans, report, transitions
-from plan_build.review.layout import WorkflowDir, new_id
+from plan_build.review.layout import WorkflowDir, guard, new_id
 from plan_build.review.ledger import Ledger
 from plan_build.review.lock import WorkflowLock, held_by_other, signals_interrupt
-from plan_build.review.resolution import Resolution, claim, last_completed, resolve
+from plan_build.review.resolution import (
+    Resolution,
+    claim,
+    last_completed,
+    record_owner,
+    resolve,
+)
 from plan_build.review.rounds import (
     FILE_MODE,
     Problem,
@@ -146,6 +153,12 @@ def _describe(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> None:
         return
     for p in found:
         ctx.console.say(f"  note: {p.text}")
+    if found:  # approving these needs the user: inside an agent, the user is asked
+        ctx.console.say(
+            f"{label} is decided; approving it needs the user's confirmation · "
+            + next_command(ctx.env, transitions.approve_command(wf))
+        )
+        return
     ctx.console.say(
         f"{label} is decided: approve it with plan-build review.approve, "
         "or review again with plan-build review.repeat"
@@ -213,9 +226,9 @@ def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | 
         data = plans.read_plan(source, recorded)
     _refuse_secrets(ctx, data, plan or recorded)
     now = ctx.now()
-    wdir = WorkflowDir(ctx.root, new_id(now))
+    wdir = guard(WorkflowDir(ctx.root, new_id(now)))
     while wdir.path.exists():
-        wdir = WorkflowDir(ctx.root, new_id(now))
+        wdir = guard(WorkflowDir(ctx.root, new_id(now)))
     wdir.artifacts.mkdir(parents=True, exist_ok=True)
     atomic_write(wdir.plan, data, mode=FILE_MODE)
     ledger_mod.ensure(wdir.ledger)
@@ -226,6 +239,8 @@ def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | 
         wf.owner_cwd = session.cwd
         wf.owner_project_key = project_key(session.cwd) if session.cwd else ""
     save(wdir, wf, now)  # last: a directory without workflow.json is not a workflow
+    if session is not None:
+        record_owner(wdir, session)
     ctx.console.say(f"Created workflow {wf.id} (plan from {recorded}).")
     created = Resolution(wf, wdir, session)
     with locked(ctx, created) as (wf, wdir):

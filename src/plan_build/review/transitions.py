@@ -5,13 +5,16 @@ Approval is refused (exit 6) while any finding lacks a decision, while a CRITICA
 MEDIUM finding is deferred, when the plan or the change moved since the round reviewed it,
 and - in the implementation phase - while findings are marked FIX in the very round being
 approved (the fix has not been reviewed: apply it and repeat). Deferring LOW findings and
-going ahead without a reviewer that was skipped need the user's confirmation on a terminal;
-both are written to the round's approval record. Without a terminal the gate stops (exit 4).
+going ahead without a reviewer that was skipped need the user's confirmation on a terminal,
+never inside an agent session (interact.require_person); both, and how the answer was
+confirmed, are written to the round's approval record. Without a terminal the gate stops
+(exit 4).
 """
 
 from __future__ import annotations
 
 from plan_build.errors import ExitCode, PlanBuildError, usage
+from plan_build.interact import require_person
 from plan_build.review.layout import WorkflowDir, stamp
 from plan_build.review.records import ApprovalRecord, save_approval, sha256_file
 from plan_build.review.rounds import (
@@ -27,6 +30,12 @@ from plan_build.review.rounds import (
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView, Step, inspect
 from plan_build.review.workflow import Workflow, save
+
+
+def approve_command(wf: Workflow) -> str:
+    """The approval the user runs in their own terminal, where no Claude session names the
+    workflow: so it names it."""
+    return f"plan-build review.approve --workflow {wf.id}"
 
 
 def require_active(wf: Workflow) -> None:
@@ -76,10 +85,17 @@ def approve(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
             "unknown; the commit step will ask for a fresh review"
         )
     waivable = [p for p in found if p.waivable]
+    how = "not asked: nothing deferred and no reviewer waived"
     if waivable:
         ctx.console.say(f"{label} is ready except for:")
         for p in waivable:
             ctx.console.say(f"  - {p.text}")
+        how = require_person(
+            ctx.env,
+            what=f"approving {label} with these",
+            command=approve_command(wf),
+            parents=ctx.parents,
+        )
         question = "Approve anyway, recording these in the approval record?"
         if not ctx.ui.confirm(question, default=False):
             raise PlanBuildError(
@@ -110,6 +126,7 @@ def approve(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
             deferred=deferred,
             waived=waived,
             confirmed_on_terminal=bool(waivable),
+            confirmed_how=how,
         ),
     )
     if wf.phase == "plan":
@@ -153,4 +170,14 @@ def done(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
     return wf
 
 
-__all__ = ["REPEAT", "approve", "blocked", "done", "gate", "repeat", "require_active", "short"]
+__all__ = [
+    "REPEAT",
+    "approve",
+    "approve_command",
+    "blocked",
+    "done",
+    "gate",
+    "repeat",
+    "require_active",
+    "short",
+]

@@ -16,7 +16,7 @@ from typing import Any
 
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.fsutil import atomic_write
-from plan_build.review.layout import PHASES, WorkflowDir, stamp, workflows_dir
+from plan_build.review.layout import PHASES, WorkflowDir, guard, stamp, workflows_dir
 
 VERSION = 2
 STATUSES = ("active", "completed", "cancelled")
@@ -164,6 +164,7 @@ def read_text(path: Path) -> str:
 
 
 def load(wdir: WorkflowDir) -> Workflow:
+    guard(wdir)
     return parse(read_text(wdir.workflow_json), wdir.workflow_json, wdir.id)
 
 
@@ -173,6 +174,7 @@ def exists(wdir: WorkflowDir) -> bool:
 
 def save(wdir: WorkflowDir, wf: Workflow, now: _dt.datetime) -> None:
     wf.updated_at = stamp(now)
+    guard(wdir)
     wdir.path.mkdir(parents=True, exist_ok=True)
     atomic_write(wdir.workflow_json, dumps(wf), mode=FILE_MODE)
 

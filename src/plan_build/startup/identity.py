@@ -143,7 +143,7 @@ def require_committed(repo: Repo) -> Identity | None:
 
 def write(repo: Repo, value: str) -> Path:
     value = validate(value, where="the identity")
-    path = repo.root / FILENAME
+    path = repo.inside(repo.root / FILENAME)
     fsutil.atomic_write(path, value + "\n")
     return path
 

@@ -15,6 +15,7 @@ from plan_build.context import Session
 from plan_build.delivery import baseline
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
+from plan_build.interact import require_person
 from plan_build.startup import identity, launch, preflight, records
 from plan_build.startup.payload import read_payload
 
@@ -137,6 +138,11 @@ def resolve_identity(session: Session, repo: Repo, *, dry_run: bool, blockers: l
         )
         return proposal
     session.console.say(f'This repository has no {identity.FILENAME}; proposed id: "{proposal}"')
+    require_person(
+        session.env,
+        what=f"writing {identity.FILENAME}",
+        command=f"plan-build identity --set {proposal}",
+    )
     if not session.ui.interactive:
         raise PlanBuildError(
             f"{identity.FILENAME} is missing and there is no terminal to approve one",

@@ -161,7 +161,9 @@ def verify_task(c: Any, json: bool = False, mode: str | None = None) -> None:
             else "fix what is listed above, then run plan-build verify again",
             code=ExitCode.BLOCKED,
         )
-    con.say("verified · next: plan-build commit")
+    from plan_build.interact import next_command
+
+    con.say(f"verified · {next_command(session.env, 'plan-build commit')}")
 
 
 @command(
