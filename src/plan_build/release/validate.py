@@ -24,6 +24,7 @@ from plan_build.release import (
     SKILL,
     TEMPLATES,
     invalid,
+    limits,
     manifest,
 )
 
@@ -136,7 +137,9 @@ def pyz_version(pyz: Path) -> str | None:
 def check_pyz(pyz: Path, where: str) -> str:
     """The zipapp is a sound zip whose every module compiles; returns its version."""
     try:
+        limits.check_zip_directory(pyz, where)
         with zipfile.ZipFile(pyz) as archive:
+            limits.check_zip_entries(archive.infolist(), pyz, where)
             names = archive.namelist()
             if "__main__.py" not in names or "plan_build/__init__.py" not in names:
                 raise invalid(f"{where}: {PYZ} is not a plan-build zipapp", "rebuild the bundle")
