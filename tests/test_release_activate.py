@@ -476,3 +476,29 @@ def test_a_second_activation_waits_for_the_lock_then_proceeds(tmp_path: Path, ro
     _, err = child.communicate(timeout=30)
     assert child.returncode == 0, err
     assert err == f"activated {digest[:16]} (plan-build 9.0.0)\n"
+
+
+def _snapshot(top: Path) -> dict[str, bytes | None]:
+    return {
+        p.relative_to(top).as_posix(): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(top.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("kind", ["directory", "archive"])
+def test_a_copied_install_is_refused_before_anything_is_written(
+    cli, tmp_path: Path, root: Path, kind: str
+) -> None:
+    (root / "current").mkdir(parents=True)
+    (root / "current" / "plan_build.zsh").write_text("old\n")
+    fake_bundle(tmp_path / "b")
+    source = "b" if kind == "directory" else tar_bundle(tmp_path / "b", tmp_path / "b.tar.gz").name
+    before = _snapshot(root)
+    r = cli("release.activate", source, cwd=tmp_path)
+    assert r.code == 3
+    assert r.stderr == (
+        f"plan-build: {root / 'current'} is not a symbolic link (a copied install?)\n"
+        f"  fix: move it away (mv {root / 'current'} {root / 'current'}.old) and activate a "
+        "release again\n"
+    )
+    assert _snapshot(root) == before  # nothing published, staged, locked or logged
