@@ -24,7 +24,7 @@ RATIO_FLOOR = 16 * MIB  # ... though never less than this (tiny bundles compress
 MAX_ENTRIES = 4096  # members of a bundle archive (directories included)
 MAX_HEADER = MIB  # a pax extended header or a GNU long name
 MAX_MANIFEST = MIB  # MANIFEST.sha256
-MAX_ZIP_ENTRIES = 20_000  # entries of the zipapp (about 1,600 today)
+MAX_ZIP_ENTRIES = 20_000  # entries of the zipapp (about 750 today)
 MAX_ZIP_DIRECTORY = 4 * MIB  # its central directory, read whole by zipfile
 
 REFUSED_FIX = (
