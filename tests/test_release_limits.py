@@ -24,6 +24,7 @@ from plan_build.release import actions, fetch
 from plan_build.release.store import Store
 from plan_build.ui import Console
 from tests.support.releases import (
+    FileServer,
     bomb_tar,
     bundle_members,
     fake_bundle,
@@ -58,7 +59,7 @@ def steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def activate(store: Store, source: Path, pin: str | None = None) -> actions.Activation:
+def activate(store: Store, source: Path | str, pin: str | None = None) -> actions.Activation:
     src = fetch.classify(str(source), Path.cwd(), pinned=pin is not None)
     return actions.activate(store, src, pin)
 
@@ -73,7 +74,7 @@ def everything_under(root: Path) -> list[str]:
 LAYOUT = {".lock", ".bind.lock", "releases", "leases"}  # what any release command creates
 
 
-def refused(store: Store, source: Path, pin: str | None = None) -> PlanBuildError:
+def refused(store: Store, source: Path | str, pin: str | None = None) -> PlanBuildError:
     with pytest.raises(PlanBuildError) as caught:
         activate(store, source, pin)
     assert caught.value.code == 6
@@ -106,6 +107,17 @@ def test_a_huge_member_is_refused_by_its_header_even_with_a_matching_pin(
     assert "2.0 GiB" in error.what
     assert "extract" not in steps  # not one byte was unpacked
     assert not list(store.releases.glob(".stage-*"))
+
+
+def test_a_downloaded_bomb_is_refused_and_the_download_removed(
+    tmp_path: Path, store: Store, steps: list[str]
+) -> None:
+    archive = bomb(tmp_path / "bomb.tar.gz")
+    with FileServer() as server:
+        server.files["rel.tar.gz"] = archive.read_bytes()
+        error = refused(store, f"{server.url}/rel.tar.gz", PIN)
+    assert "bundle/templates/zeros.md would unpack to 2.0 GiB" in error.what
+    assert "extract" not in steps
 
 
 def test_an_unlisted_member_is_refused_before_anything_is_extracted(
@@ -192,6 +204,16 @@ def test_a_huge_extended_header_is_refused_without_being_read(tmp_path: Path, st
     error = refused(store, archive)
     assert "extended header" in error.what
     assert "2.0 GiB" in error.what
+
+
+def test_many_extended_headers_are_capped_together(tmp_path: Path, store: Store) -> None:
+    # Each member keeps its pax header in memory: 4096 members of 1 MiB each would be 4 GiB.
+    members = bundle_members(A)
+    for info, _ in members:
+        info.pax_headers = {"comment": "x" * (300 << 10)}
+    error = refused(store, bomb_tar(tmp_path / "fat.tar.gz", members))
+    assert "an extended header of 300.0 KiB" in error.what
+    assert "after 900.0 KiB of others" in error.what
 
 
 def test_a_sparse_gnu_member_is_refused(tmp_path: Path, store: Store) -> None:

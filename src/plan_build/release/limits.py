@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 import tarfile
+import weakref
 import zipfile
 from pathlib import Path
 
@@ -83,19 +84,28 @@ class HeaderRefused(Exception):
     """Raised from inside tarfile's header parsing; turned into a PlanBuildError by the caller."""
 
 
+# Bytes of pax and long-name headers read so far, per open archive: each member keeps its
+# pax headers in memory, so the cap is on their sum, not on each one.
+_header_bytes: weakref.WeakKeyDictionary[tarfile.TarFile, int] = weakref.WeakKeyDictionary()
+
+
 class BoundedTarInfo(tarfile.TarInfo):
     """tarfile reads a pax header or a GNU long name into memory whole, before the caller sees
-    any member: refuse an oversize one (and GNU sparse maps) from its header alone."""
+    any member: refuse oversize ones (and GNU sparse maps) from their header alone."""
 
     def _proc_member(self, tar: tarfile.TarFile) -> tarfile.TarInfo:
         long_header = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
         extended = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
-        if self.type in (*long_header, *extended) and self.size > MAX_HEADER:
-            kind = "an extended header" if self.type in extended else "a long-name header"
-            raise HeaderRefused(
-                f"{kind} of {human(self.size)} ({self.name}); plan-build reads at most "
-                f"{human(MAX_HEADER)}"
-            )
+        if self.type in (*long_header, *extended):
+            used = _header_bytes.get(tar, 0) + self.size
+            _header_bytes[tar] = used
+            if used > MAX_HEADER:
+                kind = "an extended header" if self.type in extended else "a long-name header"
+                many = "" if used == self.size else f", after {human(used - self.size)} of others"
+                raise HeaderRefused(
+                    f"{kind} of {human(self.size)} ({self.name}{many}); plan-build reads at "
+                    f"most {human(MAX_HEADER)} of such headers per archive"
+                )
         if self.type == tarfile.GNUTYPE_SPARSE:
             raise HeaderRefused(f"a sparse file: {self.name}")
         processed: tarfile.TarInfo = tarfile.TarInfo._proc_member(self, tar)  # type: ignore[attr-defined]
