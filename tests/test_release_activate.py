@@ -331,6 +331,24 @@ BAD_INPUTS = {
         lambda t: _case_files(t, _with(A, templates__launch__standard_md_j2=b"{% if %}\n")),
         "templates/launch/standard.md.j2 line 1 is not a valid template",
     ),
+    "deeply nested front matter": (
+        lambda t: _case_files(
+            t, _with(A, SKILL_md=("---\nname: " + "[" * 5000 + "]" * 5000 + "\n---\n").encode())
+        ),
+        "SKILL.md has front matter nested too deeply",
+    ),
+    "deeply nested template": (
+        lambda t: _case_files(
+            t,
+            _with(
+                A,
+                templates__launch__standard_md_j2=(
+                    "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}\n"
+                ).encode(),
+            ),
+        ),
+        "templates/launch/standard.md.j2 is nested too deeply to parse",
+    ),
     "manifest out of order": (
         lambda t: _case_files(t, A, "".join(reversed(manifest_text(A).splitlines(True)))),
         "MANIFEST.sha256 is not in canonical form",

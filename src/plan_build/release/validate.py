@@ -77,6 +77,8 @@ def front_matter_error(text: str) -> str | None:
         data = yaml.safe_load("\n".join(lines[1:end]))
     except yaml.YAMLError as exc:
         return f"has front matter that is not valid YAML ({str(exc).splitlines()[0]})"
+    except RecursionError:  # PyYAML composes nested collections recursively
+        return "has front matter nested too deeply"
     if not isinstance(data, dict):
         return "has front matter that is not a mapping"
     for key in ("name", "description"):
@@ -120,6 +122,10 @@ def check_templates(bundle: Path, files: list[str], where: str) -> None:
                 raise invalid(
                     f"{where}: {rel} line {exc.lineno} is not a valid template: {exc.message}",
                     "fix the template and rebuild",
+                ) from None
+            except RecursionError:  # Jinja's parser recurses once per nesting level
+                raise invalid(
+                    f"{where}: {rel} is nested too deeply to parse", "fix the template and rebuild"
                 ) from None
 
 
