@@ -2,8 +2,10 @@
 file://, and plain http:// only to a loopback host or with a pinned digest).
 
 Everything lands in a staging directory inside the releases root (same filesystem, so the
-final rename is atomic). A pinned digest is compared with the source's manifest before any
-file is staged; a download is kept only as a temporary file in the root until then.
+final rename is atomic). Before any file is staged, every header is checked against the limits
+(release/limits.py), a pinned digest is compared with the source's manifest, and the source's
+files must be exactly those the manifest lists; a download is kept only as a temporary file in
+the root until then. Files then stream into the stage, each hashed against its manifest line.
 """
 
 from __future__ import annotations
