@@ -263,6 +263,22 @@ def test_a_zipapp_bomb_is_refused_before_its_entries_are_read(tmp_path: Path, st
     assert "2.0 GiB" in error.what
 
 
+@pytest.mark.parametrize("zip64", [False, True], ids=["oversize directory", "zip64 locator"])
+def test_a_zipapp_whose_directory_is_oversize_is_refused_before_it_is_read(
+    tmp_path: Path, store: Store, zip64: bool
+) -> None:
+    pyz = bytearray(fake_files("A")["plan-build.pyz"])
+    end = pyz.rindex(b"PK\x05\x06")
+    if zip64:  # a locator pointing zipfile at a ZIP64 record of its choosing
+        pyz[end:end] = b"PK\x06\x07" + bytes(16)
+    else:  # the end record claims a 3 GiB central directory
+        pyz[end + 12 : end + 16] = (3 << 30).to_bytes(4, "little")
+    write_bundle(tmp_path / "b", {**A, "plan-build.pyz": bytes(pyz)})
+    error = refused(store, tmp_path / "b")
+    assert "plan-build.pyz" in error.what
+    assert ("ZIP64" if zip64 else "3.0 GiB directory") in error.what
+
+
 def test_a_real_sized_archive_still_activates(tmp_path: Path, store: Store) -> None:
     # The caps leave room: a bundle with a 3 MiB incompressible zipapp-sized file passes.
     files = {**A, "templates/blob.md": os.urandom(3 * MIB).hex()[: 3 * MIB].encode()}

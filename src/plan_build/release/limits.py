@@ -133,7 +133,9 @@ def check_zip_directory(path: Path, where: str) -> None:
         return
     _sig, _disk, _start, _here, entries, directory, _offset, _comment = _EOCD.unpack_from(tail, at)
     label = f"{where}: {path.name}"
-    if entries == 0xFFFF or directory == 0xFFFFFFFF:
+    # zipfile trusts a ZIP64 locator just before the end record over the record's own numbers.
+    zip64 = at >= 20 and tail[at - 20 : at - 16] == b"PK\x06\x07"
+    if zip64 or entries == 0xFFFF or directory == 0xFFFFFFFF:
         raise invalid(f"{label} is a ZIP64 archive; a plan-build zipapp never is", REFUSED_FIX)
     if entries > MAX_ZIP_ENTRIES or directory > MAX_ZIP_DIRECTORY:
         raise invalid(
