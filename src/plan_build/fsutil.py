@@ -1,14 +1,24 @@
 """Atomic file replacement: temp file in the same directory, fsync, rename, fsync the directory.
 
 A crash or Ctrl-C leaves either the old file or the new one, never half of either.
+
+JSON state files are read through `read_json` (one bound on size and nesting, one error type,
+StateFileError, naming the file) and written through `write_json` (atomic, strict JSON).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
+
+from plan_build.errors import ExitCode, PlanBuildError
+
+MAX_JSON_BYTES = 32 * 1024 * 1024
+MAX_JSON_DEPTH = 64
 
 
 def fsync_dir(path: Path) -> None:
@@ -46,3 +56,89 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+class StateFileError(PlanBuildError):
+    """A state file cannot be used: unreadable, not UTF-8, not JSON, too large or nested too
+    deep (or, raised by the file's owner, not the expected shape). Callers that can go on
+    without the file (a listing skipping one review folder) catch this type."""
+
+    def __init__(
+        self,
+        path: Path,
+        why: str,
+        fix: str | None = None,
+        *,
+        code: ExitCode = ExitCode.BLOCKED,
+        what: str | None = None,
+    ) -> None:
+        super().__init__(
+            what or f"{path} cannot be used: {why}",
+            fix or f"move it aside (mv '{path}' '{path}.broken') and run the command again",
+            code=code,
+        )
+        self.path = path
+        self.why = why
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth(value: Any) -> int:
+    """How deeply containers nest in `value` (iterative: no recursion on hostile input)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, level)
+            if level > MAX_JSON_DEPTH:
+                break
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def loads_json(text: str, path: Path, fix: str | None = None) -> Any:
+    """`text` (the content of `path`) as strict JSON, nested at most MAX_JSON_DEPTH deep."""
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise StateFileError(path, f"nested deeper than {MAX_JSON_DEPTH} levels", fix) from None
+    except ValueError as exc:  # JSONDecodeError included
+        raise StateFileError(path, f"not JSON ({exc})", fix) from exc
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise StateFileError(path, f"nested deeper than {MAX_JSON_DEPTH} levels", fix)
+    return data
+
+
+def read_json(path: Path, fix: str | None = None, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """The JSON in `path`. A missing file raises FileNotFoundError (each caller decides what
+    that means); anything else wrong raises StateFileError naming the file and `fix`."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise StateFileError(path, f"it cannot be read ({exc.strerror or exc})", fix) from exc
+    if len(raw) > max_bytes:
+        raise StateFileError(path, f"it is larger than {max_bytes // (1024 * 1024)} MiB", fix)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StateFileError(path, f"it is not UTF-8 (byte {exc.start})", fix) from exc
+    return loads_json(text, path, fix)
+
+
+def write_json(
+    path: Path,
+    data: Any,
+    *,
+    indent: int | None = 2,
+    sort_keys: bool = False,
+    mode: int | None = None,
+) -> None:
+    """Write `data` as strict JSON (no NaN) atomically, ending with a newline."""
+    text = json.dumps(data, indent=indent, sort_keys=sort_keys, allow_nan=False)
+    atomic_write(path, text + "\n", mode=mode)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
+import re
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -318,12 +318,40 @@ def _sync_index(repo: Repo, entries: list[tuple[str, Entry | None]]) -> None:
     )
 
 
+PENDING_FIX = (
+    "if `git log -1` is not the session's commit, delete the file and run plan-build commit "
+    "again; if it is, delete the file and `git add` the committed files your index still lacks"
+)
+
+
+def read_pending(path: Path) -> dict[str, Any] | None:
+    """The record of a commit in flight (None when there is none), checked for its shape."""
+    try:
+        data = fsutil.read_json(path, PENDING_FIX)
+    except FileNotFoundError:
+        return None
+    oid = re.compile(r"^[0-9a-f]{40,64}$")
+    rows = data.get("index") if isinstance(data, dict) else None
+    if (
+        not isinstance(data, dict)
+        or not (data.get("old") is None or oid.match(str(data.get("old"))))
+        or not oid.match(str(data.get("new")))
+        or not isinstance(rows, list)
+        or not all(
+            isinstance(r, list) and len(r) == 3 and all(x is None or isinstance(x, str) for x in r)
+            for r in rows
+        )
+    ):
+        raise fsutil.StateFileError(path, "it is not a pending-commit record", PENDING_FIX)
+    return data
+
+
 def recover(repo: Repo, base: Baseline) -> Baseline | None:
     """Finish or discard a commit that was cut off between update-ref and the index update."""
     path = pending_path(repo, base.id)
-    if not path.exists():
+    data = read_pending(path)
+    if data is None:
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
     head = repo.head()
     if head == data["new"]:
         _sync_index(repo, _entries_from_json(data["index"]))
@@ -574,11 +602,10 @@ def _publish(repo: Repo, plan: Plan, message: str, env: Mapping[str, str]) -> Ou
         )
     pending = pending_path(repo, base.id)
     with _shield_interrupts() as caught:
-        fsutil.atomic_write(
+        fsutil.write_json(
             pending,
-            json.dumps(
-                {"old": base.head, "new": commit, "index": _entries_json(plan.index_entries)}
-            ),
+            {"old": base.head, "new": commit, "index": _entries_json(plan.index_entries)},
+            indent=None,
         )
         subject = message.split("\n", 1)[0]
         moved = repo.git(
