@@ -2,6 +2,9 @@
 
 A crash or Ctrl-C leaves either the old file or the new one, never half of either.
 
+Temp files and directories carry their owner (`~pb<pid>-<start time>~` in the name), so a run
+killed with SIGKILL leaves debris the next run can prove dead and remove (`sweep`).
+
 JSON state files are read through `read_json` (one bound on size and nesting, one error type,
 StateFileError, naming the file) and written through `write_json` (atomic, strict JSON).
 """
@@ -11,7 +14,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +43,8 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
             mode = path.stat().st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{owner_tag()}", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
@@ -50,6 +57,78 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+
+
+_OWNED = re.compile(r"~pb(\d+)-(\d+)~")
+_TAG: list[str] = []
+
+
+def _started(pid: int) -> int | None:
+    """When process `pid` started (whole seconds since the epoch); None if unknown."""
+    try:
+        from plan_build.review.sessions import create_time
+    except ImportError:  # pragma: no cover - a zipapp on a Python without psutil
+        return None
+    try:
+        began = create_time(pid)
+    except ImportError:  # pragma: no cover
+        return None
+    return int(began) if began is not None else None
+
+
+def owner_tag() -> str:
+    """This process as part of a temp name: `~pb<pid>-<start time>~`."""
+    if not _TAG or not _TAG[0].startswith(f"~pb{os.getpid()}-"):  # a fork is another owner
+        _TAG[:] = [f"~pb{os.getpid()}-{_started(os.getpid()) or 0}~"]
+    return _TAG[0]
+
+
+def owner_gone(pid: int, started: int) -> bool:
+    """The review lock's rule (review/lock.py): the owner is gone when its pid is dead, or
+    when the live process with that pid is not the one that started then (the pid was reused)."""
+    from plan_build.review.sessions import pid_alive
+
+    if pid == os.getpid():
+        return False
+    if not pid_alive(pid):
+        return True
+    began = _started(pid)
+    return bool(started) and began is not None and abs(began - started) > 1
+
+
+def sweep(directory: Path, prefix: str = "") -> list[Path]:
+    """Remove the temp files and directories in `directory` (names starting with `prefix`)
+    whose owner is gone; what anyone else named, or a live run owns, is never touched."""
+    removed: list[Path] = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix) and "~pb" in n]
+    except OSError:
+        return removed
+    for name in names:
+        m = _OWNED.search(name)
+        if m is None or not owner_gone(int(m.group(1)), int(m.group(2))):
+            continue
+        path = directory / name
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed.append(path)
+    return removed
+
+
+@contextlib.contextmanager
+def owned_tempdir(prefix: str, directory: Path | None = None) -> Iterator[Path]:
+    """A temp directory named with its owner, removed afterwards; a dead run's ones with the
+    same prefix are swept first."""
+    base = Path(directory) if directory is not None else Path(tempfile.gettempdir())
+    sweep(base, prefix)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}{owner_tag()}", dir=base))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _umask() -> int:

@@ -346,6 +346,36 @@ def read_pending(path: Path) -> dict[str, Any] | None:
     return data
 
 
+def tidy(repo: Repo) -> None:
+    """Remove what killed runs left: temp indexes and temp files (by their dead owner) and,
+    for sessions already marked committed, the pending record and the session ref that the
+    run died before removing. Only while no commit runs (the repository's commit lock is
+    free); the user's index and HEAD are never touched here."""
+    snapshot.sweep_debris()
+    sessions = baseline_mod.sessions_dir(repo)
+    if not sessions.is_dir():
+        return
+    held = contextlib.ExitStack()
+    try:
+        held.enter_context(repo_lock(repo))
+    except PlanBuildError:
+        return  # a live commit owns these files right now
+    with held:
+        for folder in sessions.iterdir():
+            if folder.is_dir():
+                fsutil.sweep(folder)
+        listed = repo.git(
+            "for-each-ref", "--format=%(refname) %(objectname)", baseline_mod.REF_PREFIX
+        ).stdout.split("\n")
+        pins = dict(line.split(" ", 1) for line in listed if " " in line)
+        for base in baseline_mod.all_baselines(repo):
+            if not base.committed:
+                continue  # an unfinished commit is recover()'s, in the next commit
+            pending_path(repo, base.id).unlink(missing_ok=True)
+            if pins.get(base.ref) == base.pin:
+                repo.git("update-ref", "-d", base.ref, base.pin, check=False)
+
+
 def recover(repo: Repo, base: Baseline) -> Baseline | None:
     """Finish or discard a commit that was cut off between update-ref and the index update."""
     path = pending_path(repo, base.id)
