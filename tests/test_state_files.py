@@ -165,3 +165,17 @@ def test_state_file_error_is_a_plan_build_error() -> None:
     err = fsutil.StateFileError(Path("/x/y.json"), "too odd")
     assert isinstance(err, PlanBuildError)
     assert err.code == ExitCode.BLOCKED
+
+
+def test_tool_output_and_log_lines_nested_too_deep_are_skipped_not_a_crash(tmp_path: Path) -> None:
+    from plan_build.dispatch import telemetry
+    from plan_build.review import coderabbit, codex
+
+    deep = '{"a":' + DEEP + "}"
+    assert codex.events(deep + '\n{"type": "done"}\n') == [{"type": "done"}]
+    assert coderabbit._json_lines(deep) is None
+    assert telemetry.parse_events(deep + "\n").unparsable == 1
+    log = telemetry.log_path(tmp_path)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(deep + "\n")
+    assert telemetry.read(tmp_path) == ([], 1)

@@ -131,7 +131,7 @@ def _session_problem(text: str) -> str | None:
         return "is empty"
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return "is not valid JSON"
     if not isinstance(data, dict) or not str(data.get("accessToken") or "").strip():
         return "has no accessToken"
