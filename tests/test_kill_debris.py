@@ -111,3 +111,36 @@ def test_after_a_killed_baseline_the_next_run_leaves_no_debris(
     assert run(repo, tmp, "status").code == 0
     assert debris(repo, tmp) == []
     assert git(repo, "status", "--porcelain") == "M  README.md\n"
+
+
+def test_sweep_removes_only_what_a_gone_owner_left(tmp_path: Path) -> None:
+    import subprocess
+
+    from plan_build import fsutil
+
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        import psutil
+
+        started = int(psutil.Process(live.pid).create_time())
+        dead = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        names = {
+            "live": f"plan-build-index-~pb{live.pid}-{started}~abc",  # a running owner
+            "reused": f"plan-build-index-~pb{live.pid}-{started - 3600}~abc",  # pid reused
+            "dead": f"plan-build-index-~pb{dead}-{started}~abc",  # the owner exited
+            "mine": f"plan-build-index{fsutil.owner_tag()}abc",  # this very process
+            "foreign": "plan-build-index-abc",  # not named by plan-build's rule: never touched
+        }
+        for key, name in names.items():
+            (tmp_path / name).mkdir() if key != "dead" else (tmp_path / name).write_text("x")
+        fsutil.sweep(tmp_path, "plan-build-index")
+        left = {key for key, name in names.items() if (tmp_path / name).exists()}
+        assert left == {"live", "mine", "foreign"}
+    finally:
+        live.kill()
+        live.wait()
