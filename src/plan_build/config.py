@@ -54,12 +54,18 @@ class Config:
         return node
 
 
-def _bad(path: Path, line: int, what: str) -> PlanBuildError:
+def _bad(path: Path, line: int, what: str, fix: str | None = None) -> PlanBuildError:
     return PlanBuildError(
         f"{path}:{line}: {what}",
-        f"fix that line of {FILENAME} (see docs/USER_MANUAL.md#configuration)",
+        fix or f"fix that line of {FILENAME} (see docs/USER_MANUAL.md#configuration)",
         code=ExitCode.USAGE,
     )
+
+
+_LIMITS_FIX = (
+    f"{FILENAME} holds a few settings: remove what is not one of them, and write lists out "
+    "instead of repeating large YAML aliases (see docs/verify.md#limits)"
+)
 
 
 class _TooBig(Exception):
@@ -178,11 +184,12 @@ def load(root: Path) -> Config:
             raw = fh.read(MAX_BYTES + 1)
         if len(raw) > MAX_BYTES:
             line = raw.count(b"\n") + 1
-            raise _bad(path, line, f"the file is larger than {MAX_BYTES // (1024 * 1024)} MiB")
+            size = f"{MAX_BYTES // (1024 * 1024)} MiB"
+            raise _bad(path, line, f"the file is larger than {size}", _LIMITS_FIX)
         text = raw.decode("utf-8")
         node = _bounded_compose(text)
     except _TooBig as exc:
-        raise _bad(path, exc.line, f"the configuration is {exc.what}") from None
+        raise _bad(path, exc.line, f"the configuration is {exc.what}", _LIMITS_FIX) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanBuildError(
             f"cannot read {path}: {exc}",
