@@ -179,3 +179,19 @@ def test_tool_output_and_log_lines_nested_too_deep_are_skipped_not_a_crash(tmp_p
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(deep + "\n")
     assert telemetry.read(tmp_path) == ([], 1)
+
+
+@pytest.mark.parametrize(
+    "content", [DEEP.encode(), b"{", b"\xff\xfe", b"[]", b'{"id": "other"}'], ids=str
+)
+def test_every_unusable_workflow_file_is_a_state_file_error(tmp_path: Path, content: bytes) -> None:
+    """The one type a listing of review folders can catch to skip one broken folder."""
+    from plan_build.review import workflow
+    from plan_build.review.layout import WorkflowDir
+
+    wdir = WorkflowDir(tmp_path, "wf-1")
+    wdir.workflow_json.parent.mkdir(parents=True)
+    wdir.workflow_json.write_bytes(content)
+    with pytest.raises(fsutil.StateFileError) as info:
+        workflow.load(wdir)
+    assert info.value.path == wdir.workflow_json

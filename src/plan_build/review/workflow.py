@@ -164,10 +164,12 @@ def read_text(path: Path) -> str:
     except OSError as exc:
         raise _corrupt(path, f"it cannot be read ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
-        raise PlanBuildError(
-            f"{path} is not UTF-8 text (byte {exc.start}); it may be half-written",
+        raise StateFileError(
+            path,
+            f"not UTF-8 text (byte {exc.start})",
             "restore it from a backup or repair it by hand",
             code=ExitCode.USAGE,
+            what=f"{path} is not UTF-8 text (byte {exc.start}); it may be half-written",
         ) from exc
 
 
