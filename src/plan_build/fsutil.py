@@ -65,13 +65,11 @@ _TAG: list[str] = []
 
 def _started(pid: int) -> int | None:
     """When process `pid` started (whole seconds since the epoch); None if unknown."""
-    try:
-        from plan_build.review.sessions import create_time
-    except ImportError:  # pragma: no cover - a zipapp on a Python without psutil
-        return None
+    from plan_build.review.sessions import create_time
+
     try:
         began = create_time(pid)
-    except ImportError:  # pragma: no cover
+    except ImportError:  # a release zipapp on a Python without psutil
         return None
     return int(began) if began is not None else None
 
