@@ -358,8 +358,8 @@ def tidy(repo: Repo) -> None:
     held = contextlib.ExitStack()
     try:
         held.enter_context(repo_lock(repo))
-    except PlanBuildError:
-        return  # a live commit owns these files right now
+    except (PlanBuildError, OSError):
+        return  # a live commit owns these files right now (or the state dir is read-only)
     with held:
         for folder in sessions.iterdir():
             if folder.is_dir():
