@@ -540,7 +540,7 @@ def test_the_timeout_comes_from_the_project_config(repo: Path) -> None:
     with pytest.raises(PlanBuildError) as err:
         enhance.timeout_from_config(repo)
     assert err.value.code == ExitCode.USAGE
-    assert "enhance.timeout must be more than 0 seconds" in err.value.what
+    assert ":2: enhance.timeout must be between 0 and 86400 seconds" in err.value.what
 
 
 @pytest.mark.parametrize("indexing", [False, True], ids=["plain", "indexing"])

@@ -241,3 +241,20 @@ def test_a_request_too_large_for_one_argument_is_refused_before_launch(
     assert r.code == 2
     assert "at most 128 KiB" in r.stderr
     assert launched(stubs) == []
+
+
+def test_a_nul_byte_in_the_request_is_refused_before_anything_is_written(
+    cli, ready: Path, stubs: Stubs
+) -> None:
+    dry = cli("plan", "--dry-run", cwd=ready, input="ok\nthen \x00 this\nEOF\n")
+    assert dry.code == 2, dry.stderr
+    assert "NUL byte on line 2" in dry.stderr
+    before = git(ready, "for-each-ref")
+    typed = [("> ", "ok\n"), ("> ", "bad \x00 here\n"), ("> ", "EOF\n")]
+    r = plan_build(ready, "plan", typed=typed)
+    assert r.code == 2, r.output
+    assert "NUL byte on line 2" in r.output
+    assert "Traceback" not in r.output
+    assert launched(stubs) == []
+    assert git(ready, "for-each-ref") == before  # no session ref
+    assert not (ready / ".git" / "plan-build" / "sessions").exists()  # no baseline written

@@ -106,9 +106,11 @@ def test_a_plain_text_stream_without_a_byte_buffer_works_too() -> None:
 
 @given(
     st.lists(
-        st.text(st.characters(blacklist_categories=["Cs"]), min_size=0, max_size=40).filter(
-            lambda s: "\n" not in s and "\r" not in s
-        ),
+        st.text(
+            st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"),
+            min_size=0,
+            max_size=40,
+        ).filter(lambda s: "\n" not in s and "\r" not in s),
         min_size=1,
         max_size=8,
     ).filter(lambda lines: any(line.strip() for line in lines) and "EOF" not in lines)
@@ -148,7 +150,7 @@ def test_closed_stdin_is_a_usage_error_too() -> None:
     st.lists(
         st.text(
             alphabet=st.characters(
-                blacklist_characters="\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029",
+                blacklist_characters="\x00\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029",
                 blacklist_categories=("Cs",),  # lone surrogates cannot come from UTF-8 input
             ),
             max_size=30,
@@ -162,3 +164,11 @@ def test_any_request_round_trips(lines: list[str]) -> None:
     if not text.strip():
         return
     assert read_payload(io.StringIO(text + "EOF\n")) == text
+
+
+def test_a_nul_byte_is_refused_naming_its_line() -> None:
+    with pytest.raises(PlanBuildError) as err:
+        read_payload(piped(b"first line\nsecond \x00 line\nEOF\n"))
+    assert err.value.code == ExitCode.USAGE
+    assert "NUL byte on line 2" in err.value.what
+    assert err.value.fix

@@ -104,3 +104,11 @@ def test_disabled_codex_plugin_names_the_config_edit(stubs: Stubs, repo: Path) -
         {"match": ["plugin", "list", "--json"], "stdout": '{"installed": [], "available": []}'},
     )
     assert "codex plugin add agentmemory@agentmemory" in (codex(repo).remediation or "")
+
+
+def test_a_plugin_list_nested_too_deep_is_not_json_not_a_crash(stubs: Stubs, repo: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    stubs.rule("claude", {"match": ["plugin", "list", "--json"], "stdout": deep})
+    rows = claude(repo)
+    assert all(c.status == "fail" for c in rows.values())
+    assert all("not JSON" in c.detail for c in rows.values())

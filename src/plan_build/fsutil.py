@@ -1,14 +1,30 @@
 """Atomic file replacement: temp file in the same directory, fsync, rename, fsync the directory.
 
 A crash or Ctrl-C leaves either the old file or the new one, never half of either.
+
+Temp files and directories carry their owner (`~pb<pid>-<start time>~` in the name), so a run
+killed with SIGKILL leaves debris the next run can prove dead and remove (`sweep`).
+
+JSON state files are read through `read_json` (one bound on size and nesting, one error type,
+StateFileError, naming the file) and written through `write_json` (atomic, strict JSON).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
+import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+from plan_build.errors import ExitCode, PlanBuildError
+
+MAX_JSON_BYTES = 32 * 1024 * 1024
+MAX_JSON_DEPTH = 64
 
 
 def fsync_dir(path: Path) -> None:
@@ -27,7 +43,8 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
             mode = path.stat().st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{owner_tag()}", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
@@ -40,6 +57,76 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+
+
+_OWNED = re.compile(r"~pb(\d+)-(\d+)~")
+_TAG: list[str] = []
+
+
+def _started(pid: int) -> int | None:
+    """When process `pid` started (whole seconds since the epoch); None if unknown."""
+    from plan_build.review.sessions import create_time
+
+    try:
+        began = create_time(pid)
+    except ImportError:  # a release zipapp on a Python without psutil
+        return None
+    return int(began) if began is not None else None
+
+
+def owner_tag() -> str:
+    """This process as part of a temp name: `~pb<pid>-<start time>~`."""
+    if not _TAG or not _TAG[0].startswith(f"~pb{os.getpid()}-"):  # a fork is another owner
+        _TAG[:] = [f"~pb{os.getpid()}-{_started(os.getpid()) or 0}~"]
+    return _TAG[0]
+
+
+def owner_gone(pid: int, started: int) -> bool:
+    """The review lock's rule (review/lock.py): the owner is gone when its pid is dead, or
+    when the live process with that pid is not the one that started then (the pid was reused)."""
+    from plan_build.review.sessions import pid_alive
+
+    if pid == os.getpid():
+        return False
+    if not pid_alive(pid):
+        return True
+    began = _started(pid)
+    return bool(started) and began is not None and abs(began - started) > 1
+
+
+def sweep(directory: Path, prefix: str = "") -> list[Path]:
+    """Remove the temp files and directories in `directory` (names starting with `prefix`)
+    whose owner is gone; what anyone else named, or a live run owns, is never touched."""
+    removed: list[Path] = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix) and "~pb" in n]
+    except OSError:
+        return removed
+    for name in names:
+        m = _OWNED.search(name)
+        if m is None or not owner_gone(int(m.group(1)), int(m.group(2))):
+            continue
+        path = directory / name
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed.append(path)
+    return removed
+
+
+@contextlib.contextmanager
+def owned_tempdir(prefix: str, directory: Path | None = None) -> Iterator[Path]:
+    """A temp directory named with its owner, removed afterwards; a dead run's ones with the
+    same prefix are swept first."""
+    base = Path(directory) if directory is not None else Path(tempfile.gettempdir())
+    sweep(base, prefix)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}{owner_tag()}", dir=base))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _umask() -> int:
@@ -99,3 +186,89 @@ def confine(path: Path, root: Path, *, forbid: Path | None = None) -> Path:
             code=ExitCode.BLOCKED,
         )
     return absolute
+
+
+class StateFileError(PlanBuildError):
+    """A state file cannot be used: unreadable, not UTF-8, not JSON, too large or nested too
+    deep (or, raised by the file's owner, not the expected shape). Callers that can go on
+    without the file (a listing skipping one review folder) catch this type."""
+
+    def __init__(
+        self,
+        path: Path,
+        why: str,
+        fix: str | None = None,
+        *,
+        code: ExitCode = ExitCode.BLOCKED,
+        what: str | None = None,
+    ) -> None:
+        super().__init__(
+            what or f"{path} cannot be used: {why}",
+            fix or f"move it aside (mv '{path}' '{path}.broken') and run the command again",
+            code=code,
+        )
+        self.path = path
+        self.why = why
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth(value: Any) -> int:
+    """How deeply containers nest in `value` (iterative: no recursion on hostile input)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, level)
+            if level > MAX_JSON_DEPTH:
+                break
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def loads_json(text: str, path: Path, fix: str | None = None) -> Any:
+    """`text` (the content of `path`) as strict JSON, nested at most MAX_JSON_DEPTH deep."""
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise StateFileError(path, f"nested deeper than {MAX_JSON_DEPTH} levels", fix) from None
+    except ValueError as exc:  # JSONDecodeError included
+        raise StateFileError(path, f"not JSON ({exc})", fix) from exc
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise StateFileError(path, f"nested deeper than {MAX_JSON_DEPTH} levels", fix)
+    return data
+
+
+def read_json(path: Path, fix: str | None = None, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """The JSON in `path`. A missing file raises FileNotFoundError (each caller decides what
+    that means); anything else wrong raises StateFileError naming the file and `fix`."""
+    try:
+        with path.open("rb") as fh:
+            raw = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise StateFileError(path, f"it cannot be read ({exc.strerror or exc})", fix) from exc
+    if len(raw) > max_bytes:
+        raise StateFileError(path, f"it is larger than {max_bytes // (1024 * 1024)} MiB", fix)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise StateFileError(path, f"it is not UTF-8 (byte {exc.start})", fix) from exc
+    return loads_json(text, path, fix)
+
+
+def write_json(
+    path: Path,
+    data: Any,
+    *,
+    indent: int | None = 2,
+    sort_keys: bool = False,
+    mode: int | None = None,
+) -> None:
+    """Write `data` as strict JSON (no NaN) atomically, ending with a newline."""
+    text = json.dumps(data, indent=indent, sort_keys=sort_keys, allow_nan=False)
+    atomic_write(path, text + "\n", mode=mode)

@@ -11,6 +11,15 @@ from plan_build import proc
 from plan_build.errors import ExitCode, PlanBuildError
 
 GIT_TIMEOUT = 30.0
+# Before every subcommand: optional locks off, and no "refresh the index while you are at it"
+# (`git diff` rewrites the index's stat data even with GIT_OPTIONAL_LOCKS=0). The user's index
+# is read, never written, except by commit's own update of the committed paths.
+READ_ONLY_INDEX = ("--no-optional-locks", "-c", "diff.autoRefreshIndex=false")
+
+
+def git_argv(args: Sequence[str]) -> list[str]:
+    """The argv of one of plan-build's git calls (every call goes through here)."""
+    return ["git", *READ_ONLY_INDEX, *args]
 
 
 def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -32,7 +41,7 @@ def git(
     timeout: float = GIT_TIMEOUT,
 ) -> proc.Completed:
     return proc.run(
-        ["git", *args], cwd=cwd, env=git_env(env), check=check, input=input, timeout=timeout
+        git_argv(args), cwd=cwd, env=git_env(env), check=check, input=input, timeout=timeout
     )
 
 
@@ -81,8 +90,9 @@ class Repo:
         return r.stdout.strip() or None
 
     def unmerged_paths(self) -> list[str]:
-        r = self.git("diff", "--name-only", "--diff-filter=U", "-z", check=False)
-        return [p for p in r.stdout.split("\0") if p]
+        # ls-files reads the index alone (`git diff` would refresh it: a write)
+        r = self.git("ls-files", "--unmerged", "-z", check=False)
+        return sorted({rec.split("\t", 1)[1] for rec in r.stdout.split("\0") if "\t" in rec})
 
     def origin_url(self) -> str | None:
         r = self.git("config", "--get", "remote.origin.url", check=False)

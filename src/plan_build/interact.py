@@ -207,9 +207,11 @@ class TerminalInteraction:
                 "set VISUAL or EDITOR (for example: export EDITOR=nano)",
                 code=ExitCode.APPROVAL,
             )
-        from plan_build import proc  # local: only editing needs it
+        from plan_build import fsutil, proc  # local: only editing needs them
 
-        fd, name = tempfile.mkstemp(prefix="plan-build-", suffix=suffix)
+        # the temp name carries its owner, so a killed run's file is swept by the next edit
+        fsutil.sweep(Path(tempfile.gettempdir()), "plan-build-edit")
+        fd, name = tempfile.mkstemp(prefix=f"plan-build-edit{fsutil.owner_tag()}", suffix=suffix)
         path = Path(name)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

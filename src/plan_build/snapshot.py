@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from plan_build import fsutil
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, git_env
 from plan_build.proc import CommandFailed
@@ -25,6 +26,12 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # plan-build's own state inside the work tree: review rounds write here, so it is never part of
 # a snapshot (a review would otherwise make itself stale, and a commit would carry it).
 TOOL_STATE: tuple[str, ...] = (".claude/codex-review",)
+INDEX_PREFIX = "plan-build-index-"  # private indexes live in the temp dir, named by their owner
+
+
+def sweep_debris() -> None:
+    """Remove private index directories that a killed run left in the temp dir."""
+    fsutil.sweep(Path(tempfile.gettempdir()), INDEX_PREFIX)
 
 
 def index_file(repo: Repo) -> Path:
@@ -40,8 +47,8 @@ def temp_index(
 
     `seed` is "user" (a copy of the user's index), "empty", or a tree-ish to read into it.
     """
-    with tempfile.TemporaryDirectory(prefix="plan-build-index-") as tmp:
-        index = Path(tmp) / "index"
+    with fsutil.owned_tempdir(INDEX_PREFIX) as tmp:
+        index = tmp / "index"
         env = git_env()
         env["GIT_INDEX_FILE"] = str(index)
         if seed == "user":

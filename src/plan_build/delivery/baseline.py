@@ -244,10 +244,7 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
 
 
 def save(repo: Repo, base: Baseline) -> None:
-    fsutil.atomic_write(
-        repo.in_state(meta_path(repo, base.id)),
-        json.dumps(base.as_json(), indent=2, sort_keys=True) + "\n",
-    )
+    fsutil.write_json(repo.in_state(meta_path(repo, base.id)), base.as_json(), sort_keys=True)
 
 
 def _ref_target(repo: Repo, ref: str) -> str | None:
@@ -270,8 +267,10 @@ def load(repo: Repo, session_id: str) -> Baseline:
     target = _ref_target(repo, REF_PREFIX + sid)
     if path.exists():
         try:
-            base = Baseline.from_json(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError) as exc:
+            base = Baseline.from_json(fsutil.read_json(path))
+        except fsutil.StateFileError as exc:
+            raise _damaged(sid, f"{path} cannot be read ({exc.why})") from exc
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
             raise _damaged(sid, f"{path} cannot be read ({exc})") from exc
         if base.committed:
             return base
@@ -289,9 +288,9 @@ def load(repo: Repo, session_id: str) -> Baseline:
     # The metadata file was lost (e.g. a cleaned state dir): the pin's message carries it.
     message = repo.git("cat-file", "commit", target).stdout
     try:
-        data = json.loads(message.split("\n\n", 2)[-1].strip())
+        data = fsutil.loads_json(message.split("\n\n", 2)[-1].strip(), Path(REF_PREFIX + sid))
         base = Baseline.from_json({**data, "pin": target})
-    except (ValueError, TypeError) as exc:
+    except (fsutil.StateFileError, ValueError, TypeError) as exc:
         raise _damaged(sid, "its metadata cannot be recovered") from exc
     save(repo, base)
     return base
@@ -304,9 +303,9 @@ def all_baselines(repo: Repo) -> list[Baseline]:
     if root.is_dir():
         for meta in root.glob("*/baseline.json"):
             try:
-                found.append(Baseline.from_json(json.loads(meta.read_text(encoding="utf-8"))))
-            except (OSError, ValueError, TypeError):
-                continue
+                found.append(Baseline.from_json(fsutil.read_json(meta)))
+            except (OSError, ValueError, TypeError, AttributeError, fsutil.StateFileError):
+                continue  # damaged: `load` names it when that session is asked for
     return sorted(found, key=lambda b: (b.created, b.id))
 
 

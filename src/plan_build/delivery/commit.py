@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
+import re
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -318,12 +318,70 @@ def _sync_index(repo: Repo, entries: list[tuple[str, Entry | None]]) -> None:
     )
 
 
+PENDING_FIX = (
+    "if `git log -1` is not the session's commit, delete the file and run plan-build commit "
+    "again; if it is, delete the file and `git add` the committed files your index still lacks"
+)
+
+
+def read_pending(path: Path) -> dict[str, Any] | None:
+    """The record of a commit in flight (None when there is none), checked for its shape."""
+    try:
+        data = fsutil.read_json(path, PENDING_FIX)
+    except FileNotFoundError:
+        return None
+    oid = re.compile(r"^[0-9a-f]{40,64}$")
+    rows = data.get("index") if isinstance(data, dict) else None
+    if (
+        not isinstance(data, dict)
+        or not (data.get("old") is None or oid.match(str(data.get("old"))))
+        or not oid.match(str(data.get("new")))
+        or not isinstance(rows, list)
+        or not all(
+            isinstance(r, list) and len(r) == 3 and all(x is None or isinstance(x, str) for x in r)
+            for r in rows
+        )
+    ):
+        raise fsutil.StateFileError(path, "it is not a pending-commit record", PENDING_FIX)
+    return data
+
+
+def tidy(repo: Repo) -> None:
+    """Remove what killed runs left: temp indexes and temp files (by their dead owner) and,
+    for sessions already marked committed, the pending record and the session ref that the
+    run died before removing. Only while no commit runs (the repository's commit lock is
+    free); the user's index and HEAD are never touched here."""
+    snapshot.sweep_debris()
+    sessions = baseline_mod.sessions_dir(repo)
+    if not sessions.is_dir():
+        return
+    held = contextlib.ExitStack()
+    try:
+        held.enter_context(repo_lock(repo))
+    except (PlanBuildError, OSError):
+        return  # a live commit owns these files right now (or the state dir is read-only)
+    with held:
+        for folder in sessions.iterdir():
+            if folder.is_dir():
+                fsutil.sweep(folder)
+        listed = repo.git(
+            "for-each-ref", "--format=%(refname) %(objectname)", baseline_mod.REF_PREFIX
+        ).stdout.split("\n")
+        pins = dict(line.split(" ", 1) for line in listed if " " in line)
+        for base in baseline_mod.all_baselines(repo):
+            if not base.committed:
+                continue  # an unfinished commit is recover()'s, in the next commit
+            pending_path(repo, base.id).unlink(missing_ok=True)
+            if pins.get(base.ref) == base.pin:
+                repo.git("update-ref", "-d", base.ref, base.pin, check=False)
+
+
 def recover(repo: Repo, base: Baseline) -> Baseline | None:
     """Finish or discard a commit that was cut off between update-ref and the index update."""
     path = pending_path(repo, base.id)
-    if not path.exists():
+    data = read_pending(path)
+    if data is None:
         return None
-    data = json.loads(path.read_text(encoding="utf-8"))
     head = repo.head()
     if head == data["new"]:
         _sync_index(repo, _entries_from_json(data["index"]))
@@ -538,25 +596,21 @@ def save_approval(
     """The commit's approval record: what the user approved at the terminal, and which
     allowlisted findings they accepted. Written before HEAD moves."""
     base = plan.base
-    fsutil.atomic_write(
-        approval_path(repo, base.id),
-        json.dumps(
-            {
-                "session": base.id,
-                "approved_at": baseline_mod.now_utc(),
-                "branch": base.branch,
-                "head": base.head,
-                "tree": plan.change.tree,
-                "commit_tree": plan.new_tree,
-                "verified_at": record.get("when"),
-                "review": review,
-                "confirmed_on_terminal": True,
-                "confirmed_how": how,
-                "accepted_allowlisted": accepted,
-            },
-            indent=2,
-        )
-        + "\n",
+    fsutil.write_json(
+        repo.in_state(approval_path(repo, base.id)),
+        {
+            "session": base.id,
+            "approved_at": baseline_mod.now_utc(),
+            "branch": base.branch,
+            "head": base.head,
+            "tree": plan.change.tree,
+            "commit_tree": plan.new_tree,
+            "verified_at": record.get("when"),
+            "review": review,
+            "confirmed_on_terminal": True,
+            "confirmed_how": how,
+            "accepted_allowlisted": accepted,
+        },
     )
 
 
@@ -635,11 +689,10 @@ def _publish(
         )
     pending = pending_path(repo, base.id)
     with _shield_interrupts() as caught:
-        fsutil.atomic_write(
+        fsutil.write_json(
             pending,
-            json.dumps(
-                {"old": base.head, "new": commit, "index": _entries_json(plan.index_entries)}
-            ),
+            {"old": base.head, "new": commit, "index": _entries_json(plan.index_entries)},
+            indent=None,
         )
         subject = message.split("\n", 1)[0]
         moved = repo.git(

@@ -16,7 +16,7 @@ from typing import Any
 
 from plan_build import proc, snapshot
 from plan_build.delivery.baseline import Baseline
-from plan_build.gitrepo import Repo, git_env
+from plan_build.gitrepo import Repo, git_argv, git_env
 
 # Diffs are read with fixed options so a user's diff config (noprefix, external tools,
 # textconv, colour, relative paths) cannot change what plan-build parses.
@@ -36,7 +36,7 @@ def git_bytes(
 ) -> bytes:
     """Run git in the work tree and return its exact stdout bytes (raises on failure)."""
     return proc.run_bytes(
-        ["git", "-c", "core.quotePath=false", *args],
+        git_argv(["-c", "core.quotePath=false", *args]),
         cwd=repo.root,
         env=git_env(env),
         input=input,

@@ -8,7 +8,6 @@ passing record for the tree it is about to commit.
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import re
@@ -156,18 +155,20 @@ def record_path(repo: Repo, session_id: str) -> Path:
 
 def save_record(repo: Repo, report: Report) -> None:
     data = {**report.as_json(), "when": report.when}
-    fsutil.atomic_write(
-        repo.in_state(record_path(repo, report.change.baseline.id)),
-        json.dumps(data, indent=2) + "\n",
-    )
+    fsutil.write_json(repo.in_state(record_path(repo, report.change.baseline.id)), data)
 
 
 def last_record(repo: Repo, session_id: str) -> dict[str, Any] | None:
+    """The last verify record of the session; None when it was never verified."""
+    path = record_path(repo, session_id)
+    fix = "run plan-build verify again (it replaces the record)"
     try:
-        data = json.loads(record_path(repo, session_id).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = fsutil.read_json(path, fix)
+    except FileNotFoundError:
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise fsutil.StateFileError(path, "it is not a verify record (not a JSON object)", fix)
+    return data
 
 
 # --- individual checks ------------------------------------------------------------------

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import atomic_write
+from plan_build.fsutil import StateFileError, atomic_write, read_json
 
 IMPLEMENTER, CORRECTOR, REVIEWER = "implementer", "corrector", "reviewer"
 
@@ -157,12 +157,21 @@ def check_pinned(state_dir: Path, recipe: Recipe, *, accept: bool, task_id: str)
     described = recipe.describe()
     payload = json.dumps(described, indent=2, sort_keys=True) + "\n"
     try:
-        pinned = json.loads(path.read_text(encoding="utf-8"))
+        pinned = read_json(path)
         if not isinstance(pinned, dict):
             raise ValueError("not an object")
     except FileNotFoundError:
         atomic_write(path, payload)
         return "pinned"
+    except StateFileError as exc:
+        if accept:
+            atomic_write(path, payload)
+            return "accepted"
+        raise PlanBuildError(
+            f"the pinned Codex recipe {path} is unreadable ({exc.why})",
+            f"rerun with --accept-recipe to pin {recipe.id} ({recipe.fingerprint})",
+            code=ExitCode.PREFLIGHT,
+        ) from exc
     except (OSError, ValueError) as exc:
         if accept:
             atomic_write(path, payload)

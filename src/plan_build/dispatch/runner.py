@@ -57,7 +57,7 @@ from plan_build.dispatch.taskfile import (
     TaskFile,
 )
 from plan_build.errors import ExitCode, PlanBuildError, usage
-from plan_build.fsutil import atomic_write
+from plan_build.fsutil import StateFileError, atomic_write, read_json, write_json
 from plan_build.gitrepo import Repo, discover
 from plan_build.render import render
 
@@ -166,10 +166,10 @@ class Lock:
 
     def holder(self) -> dict[str, Any] | None:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = read_json(self.path)
             pid = int(data["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        except (OSError, ValueError, KeyError, TypeError, StateFileError):
+            return None  # gone or garbage: a lock nobody holds
         return data if pid != os.getpid() and _pid_alive(pid) else None
 
     def acquire(self) -> None:
@@ -206,15 +206,20 @@ def _task_state_path(repo: Repo, task_id: str) -> Path:
 
 
 def _read_task_state(repo: Repo, task_id: str) -> dict[str, Any]:
+    """The task's dispatch state ({} before its first dispatch)."""
+    path = _task_state_path(repo, task_id)
+    fix = f"delete it to forget task {task_id}'s earlier dispatches, then dispatch again"
     try:
-        data = json.loads(_task_state_path(repo, task_id).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path, fix)
+    except FileNotFoundError:
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        raise StateFileError(path, "it is not a task state (not a JSON object)", fix)
+    return data
 
 
 def _write_task_state(repo: Repo, task_id: str, data: Mapping[str, Any]) -> None:
-    atomic_write(_task_state_path(repo, task_id), json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_json(_task_state_path(repo, task_id), data, sort_keys=True)
 
 
 # ----------------------------------------------------------------------------- the step

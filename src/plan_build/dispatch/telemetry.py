@@ -56,7 +56,7 @@ def parse_events(stdout: str) -> CodexEvents:
             continue
         try:
             event = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             event = None
         if not isinstance(event, dict):
             out.unparsable += 1
@@ -145,7 +145,7 @@ def read(state_dir: Path) -> tuple[list[dict[str, Any]], int]:
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             bad += 1
             continue
         if isinstance(rec, dict):

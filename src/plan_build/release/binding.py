@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from plan_build.fsutil import StateFileError, loads_json
 from plan_build.release import MANIFEST, is_release_id
 
 log = logging.getLogger("plan_build.release")
@@ -144,8 +145,8 @@ def leases(root: Path, *, reap: bool = False) -> dict[str, list[int]]:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
                 raw = os.pread(fd, 4096, 0)
-                with contextlib.suppress(ValueError, TypeError):
-                    info = json.loads(raw.decode("utf-8"))
+                with contextlib.suppress(ValueError, TypeError, KeyError, StateFileError):
+                    info = loads_json(raw.decode("utf-8"), path)
                     live.setdefault(str(info["release"]), []).append(int(info["pid"]))
                 continue
             if reap:  # nobody holds it: its process is gone

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plan_build.fsutil import StateFileError, loads_json
 from plan_build.release import (
     MANIFEST,
     PYZ,
@@ -229,8 +230,8 @@ class Store:
             return []
         entries = []
         for line in lines:
-            with contextlib.suppress(json.JSONDecodeError):  # a line cut short by a crash
-                entry = json.loads(line)
+            with contextlib.suppress(StateFileError):  # a line cut short by a crash
+                entry = loads_json(line, self.history_path)
                 if isinstance(entry, dict) and isinstance(entry.get("id"), str):
                     entries.append(entry)
         return entries

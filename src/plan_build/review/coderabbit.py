@@ -88,7 +88,7 @@ def _json_lines(text: str) -> list[dict[str, Any]] | None:
             return events or None
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return events or None
         if isinstance(event, dict) and "type" in event:
             events.append(event)

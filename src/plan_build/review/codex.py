@@ -63,7 +63,7 @@ def events(stdout: str) -> list[dict[str, Any]]:
             continue
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(event, dict):
             out.append(event)

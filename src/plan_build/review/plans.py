@@ -66,7 +66,7 @@ def plan_dirs(env: Mapping[str, str], cwd: str) -> list[Path]:
         ):
             try:
                 data = json.loads(settings.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 continue
             custom = data.get("plansDirectory") if isinstance(data, dict) else None
             if isinstance(custom, str) and custom:
@@ -128,7 +128,7 @@ def candidates(
             add(str(home_plans / Path(m.group(1)).name), False, None, number, "mention")
         try:
             obj = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(obj, dict):
             continue

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import atomic_write
+from plan_build.errors import ExitCode
+from plan_build.fsutil import StateFileError, atomic_write, read_json
 from plan_build.review.layout import WorkflowDir
 
 FORMAT = 1
@@ -85,15 +85,11 @@ def _dump(obj: Any) -> str:
 
 def _load_json(path: Path) -> dict[str, Any] | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_json(path, _FIX)
     except FileNotFoundError:
         return None
-    except UnicodeDecodeError as exc:
-        raise _corrupt(path, "not UTF-8") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _corrupt(path, f"not JSON ({exc.msg})") from exc
+    except StateFileError as exc:
+        raise _corrupt(path, exc.why) from exc
     if not isinstance(data, dict):
         raise _corrupt(path, "not a JSON object")
     if data.get("plan_build_format", FORMAT) != FORMAT:
@@ -101,12 +97,11 @@ def _load_json(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def _corrupt(path: Path, why: str) -> PlanBuildError:
-    return PlanBuildError(
-        f"{path} is unreadable: {why}",
-        "restore it, or delete it to forget what plan-build recorded about that round",
-        code=ExitCode.USAGE,
-    )
+_FIX = "restore it, or delete it to forget what plan-build recorded about that round"
+
+
+def _corrupt(path: Path, why: str) -> StateFileError:
+    return StateFileError(path, why, _FIX, code=ExitCode.USAGE, what=f"{path} is unreadable: {why}")
 
 
 def load_round(wdir: WorkflowDir, phase: str, round: int) -> RoundRecord | None:

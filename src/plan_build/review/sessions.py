@@ -77,6 +77,8 @@ def read_session_file(path: Path) -> dict[str, Any]:
         if not repaired.endswith("}"):
             repaired += "}"
         data = json.loads(repaired)
+    except RecursionError:
+        raise ValueError("nested too deep") from None
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     return data

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import atomic_write
+from plan_build.fsutil import MAX_JSON_BYTES, StateFileError, atomic_write, loads_json
 from plan_build.review.layout import PHASES, WorkflowDir, guard, stamp, workflows_dir
 
 VERSION = 2
@@ -95,19 +95,21 @@ def dumps(wf: Workflow) -> str:
     return go_json(wf.as_dict()) + "\n"
 
 
-def _corrupt(path: Path, why: str) -> PlanBuildError:
-    return PlanBuildError(
-        f"{path} is not a valid workflow file: {why}",
+def _corrupt(path: Path, why: str) -> StateFileError:
+    return StateFileError(
+        path,
+        why,
         f"repair it, or move the directory {path.parent.name} out of {path.parent.parent}",
         code=ExitCode.USAGE,
+        what=f"{path} is not a valid workflow file: {why}",
     )
 
 
 def parse(text: str, path: Path, expected_id: str) -> Workflow:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _corrupt(path, f"not JSON ({exc.msg} at line {exc.lineno})") from exc
+        data = loads_json(text, path)
+    except StateFileError as exc:
+        raise _corrupt(path, exc.why) from exc
     if not isinstance(data, dict):
         raise _corrupt(path, "the top level is not an object")
 
@@ -154,12 +156,20 @@ def parse(text: str, path: Path, expected_id: str) -> Workflow:
 
 def read_text(path: Path) -> str:
     try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise _corrupt(path, f"it is larger than {MAX_JSON_BYTES // (1024 * 1024)} MiB")
         return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise _corrupt(path, f"it cannot be read ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
-        raise PlanBuildError(
-            f"{path} is not UTF-8 text (byte {exc.start}); it may be half-written",
+        raise StateFileError(
+            path,
+            f"not UTF-8 text (byte {exc.start})",
             "restore it from a backup or repair it by hand",
             code=ExitCode.USAGE,
+            what=f"{path} is not UTF-8 text (byte {exc.start}); it may be half-written",
         ) from exc
 
 

@@ -131,7 +131,7 @@ def _session_problem(text: str) -> str | None:
         return "is empty"
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return "is not valid JSON"
     if not isinstance(data, dict) or not str(data.get("accessToken") or "").strip():
         return "has no accessToken"
@@ -328,7 +328,10 @@ def run_auggie(
 ) -> str:
     """One Auggie run; the enhanced text, or EnhanceFailure saying what went wrong."""
     text = instruction(session, payload, indexing=indexing)
-    tmp = Path(tempfile.mkdtemp(prefix="plan-build-enhance-"))
+    from plan_build import fsutil  # temp names carry their owner: a killed run's are swept
+
+    fsutil.sweep(Path(tempfile.gettempdir()), "plan-build-enhance")
+    tmp = Path(tempfile.mkdtemp(prefix=f"plan-build-enhance{fsutil.owner_tag()}"))
     try:
         request = tmp / "request.md"
         request.write_text(text, encoding="utf-8")

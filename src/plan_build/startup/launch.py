@@ -50,6 +50,13 @@ def build(
     blockers: tuple[str, ...] = (),
 ) -> Launch:
     prompt = render_prompt(session, mode, context)
+    if "\0" in prompt or any("\0" in f"{k}{v}" for k, v in env_added.items()):
+        # exec would fail on it after the baseline was taken: refuse while nothing is written
+        raise PlanBuildError(
+            "the prompt or the environment for Claude Code holds a NUL byte",
+            "remove the NUL byte from the request (or from the enhanced text) and try again",
+            code=ExitCode.USAGE,
+        )
     size = len(prompt.encode("utf-8"))
     if size > MAX_PROMPT_BYTES:
         raise PlanBuildError(

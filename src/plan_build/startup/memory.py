@@ -91,7 +91,7 @@ def get(url: str, secret: str | None, timeout: float = TIMEOUT) -> Reply:
         return Reply(None, None, str(reason))
     try:
         body = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         body = None
     return Reply(status, body)
 

@@ -3,7 +3,8 @@
 Read after preflight, preserved byte for byte (trailing spaces, unicode, CRLF line ends, lines
 that look like flags or template syntax). The terminator line itself is `EOF` alone, with or
 without a line end (`EOF\\r\\n` counts too, for text pasted from Windows). An empty or blank
-request, one that is not UTF-8, or one larger than `max_bytes` is a usage error.
+request, one that is not UTF-8, one holding a NUL byte (no program argument can carry it) or
+one larger than `max_bytes` is a usage error.
 
 When the stream has a binary buffer (a real stdin), lines are read as bytes and decoded as
 strict UTF-8 here, so a bad byte is reported with its offset instead of crashing the decoder.
@@ -75,6 +76,12 @@ def read_payload(
             )
         chunks.append(raw)
     text = _decode(b"".join(chunks))
+    if "\0" in text:
+        line = text.count("\n", 0, text.index("\0")) + 1
+        raise usage(
+            f"the request holds a NUL byte on line {line}",
+            "remove it (a NUL cannot be passed to Claude Code) and try again",
+        )
     if not text.strip():
         raise usage("the request is empty", _FIX)
     return text

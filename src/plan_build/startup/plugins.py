@@ -60,7 +60,7 @@ def _list(tool: str, env: Mapping[str, str], cwd: Path) -> tuple[Any, str | None
         )
     try:
         return json.loads(r.stdout), None, None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return (
             None,
             f"`{proc.quote(argv)}` printed something that is not JSON",

@@ -55,6 +55,7 @@ def _where(base: Baseline) -> str:
 def baseline(c: Any, id: str | None = None, mode: str | None = None, json: bool = False) -> None:
     """Snapshot the repository as the session's starting point (plan/architect do it at launch)."""
     from plan_build.delivery import baseline as baseline_mod
+    from plan_build.delivery import commit as commit_mod
     from plan_build.delivery import intended as change_mod
 
     if mode is not None and mode not in MODES:
@@ -63,6 +64,7 @@ def baseline(c: Any, id: str | None = None, mode: str | None = None, json: bool 
             "run: plan-build baseline --mode architect",
         )
     session, repo = _open()
+    commit_mod.tidy(repo)
     base = baseline_mod.capture(repo, session_id=id, mode=mode)
     kept = len(change_mod.raw_diff(repo, base.head_tree, base.worktree_tree))
     session.console.say(
@@ -177,6 +179,7 @@ def commit(c: Any, message: str | None = None) -> None:
     from plan_build.delivery import commit as commit_mod
 
     session, repo = _open()
+    commit_mod.tidy(repo)
     base = baseline_mod.current(repo, session.env)
     out = commit_mod.run(
         repo,
