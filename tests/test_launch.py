@@ -206,11 +206,38 @@ def test_dry_run_prints_everything_and_launches_nothing(cli, ready: Path, stubs:
     )
     assert r.code == 0, r.stderr
     assert "--- argv (cwd: " in r.stdout
-    assert "claude --dangerously-skip-permissions -- '# plan-build session" in r.stdout
     assert "AGENTMEMORY_PROJECT_NAME=github.com/ana/shop" in r.stdout
-    assert "\n".join(REQUEST) in r.stdout
+    assert r.stdout.count("\n".join(REQUEST)) == 1  # the prompt is printed once
     assert r.stdout.rstrip().endswith("would launch")
     assert launched(stubs) == []
+
+
+def test_the_dry_run_argv_names_the_prompt_and_pasting_it_runs_the_same_launch(
+    cli, ready: Path, stubs: Stubs, tmp_path: Path
+) -> None:
+    r = cli(
+        "plan",
+        "--dry-run",
+        "--yolo",
+        cwd=ready,
+        input="\n".join(REQUEST) + "\nEOF\n",
+        env={"IS_SANDBOX": "1"},
+    )
+    assert r.code == 0, r.stderr
+    argv_line = r.stdout.split(") ---\n", 1)[1].split("\n", 1)[0]
+    command, size = argv_line.split("  # ")
+    assert command == 'claude --dangerously-skip-permissions -- "$PROMPT"'
+    snippet = r.stdout.split(" ---\n", 3)[3].split("--- end ---\n", 1)[0]
+    script = tmp_path / "pasted.sh"
+    script.write_text(snippet + command + "\n")
+    subprocess.run(["bash", str(script)], cwd=ready, check=True, stdin=subprocess.DEVNULL)
+    [call] = launched(stubs)
+    assert call["argv"][:2] == ["--dangerously-skip-permissions", "--"]
+    prompt = call["argv"][2]
+    assert size == f"{len(prompt.encode()):,} bytes, printed below"
+    assert prompt.startswith("# plan-build session")
+    assert prompt.endswith("\n")
+    assert "\n".join(REQUEST) + "\n" in prompt
 
 
 def test_dry_run_says_why_it_would_not_launch(
