@@ -365,6 +365,23 @@ def test_system_level_invoke_config_is_never_loaded(tmp_path: Path) -> None:
 # ---- the removed flags never reach a launch or a commit ---------------------------------
 
 
+def test_inv_in_a_checkout_refuses_the_same_flags(tmp_path: Path) -> None:
+    """`inv --dry plan` is invoke's binary, but the command line ends in plan-build's Program."""
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    inv = Path(sys.executable).parent / "inv"
+    for args in (["--dry", "plan"], ["-e", "plan"], ["dispatch", "--json-x"]):
+        r = subprocess.run([str(inv), *args], cwd=ROOT, capture_output=True, text=True, check=False)
+        assert r.returncode == 2, r.stderr
+        assert "plan-build: unknown option" in r.stderr
+    r = subprocess.run(
+        [str(inv), "dispatch", "--help"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert r.stdout.startswith("usage: inv dispatch [--options] TASK-ID\n")
+
+
 def on_pty(cwd: Path, *args: str, typed=()):
     env = {**os.environ, "NO_COLOR": "1"}
     return run_on_pty([sys.executable, "-m", "plan_build", *args], cwd=cwd, env=env, typed=typed)

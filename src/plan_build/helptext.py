@@ -132,7 +132,7 @@ def overview(coll: Collection, binary: str) -> str:
     """`plan-build` alone: the everyday commands grouped, one line each, and where to look."""
     known = dict(commands(coll))
     out = [
-        f"{binary}: one multi-agent coding session in a git repository, with Claude Code",
+        "plan-build: one multi-agent coding session in a git repository, with Claude Code",
         "leading, Codex implementing and reviewing, CodeRabbit reviewing and AgentMemory",
         "carrying memory between sessions.",
         "",
