@@ -14,9 +14,12 @@ PYTHON = "3.11"
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Install plan-build with its test extras and run the default (network-free) suite."""
+    """Install plan-build with its test extras and run the default (network-free) suite.
+
+    Tests run on every core (pytest-xdist): each test has its own HOME and temp repos.
+    """
     session.install("-e", ".[test]")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-n", "auto", *session.posargs)
 
 
 @nox.session(python=PYTHON)

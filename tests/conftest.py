@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.contract import report as contract_report
+from tests.support import properties  # noqa: F401  (registers and loads the hypothesis profile)
 from tests.support.memserver import MemoryServer
 
 REAL_HOME = Path(os.environ.get("HOME", "/root"))

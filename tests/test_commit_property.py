@@ -19,6 +19,7 @@ from plan_build import gitrepo
 from plan_build.delivery import baseline, commit
 from plan_build.delivery import intended as change
 from plan_build.errors import ExitCode, PlanBuildError
+from tests.support.properties import examples
 
 FILES = 3
 
@@ -200,7 +201,7 @@ def commit_session(root: Path) -> None:
 
 
 PROPERTY = settings(
-    max_examples=200,
+    max_examples=examples(200),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     derandomize=False,

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from plan_build.delivery import hunks
 from plan_build.delivery.hunks import Hunk
+from tests.support.properties import examples
 
 
 @dataclass
@@ -92,7 +93,7 @@ def separated(p: set[float], q: set[float]) -> bool:
 POSITIONS = st.sets(st.sampled_from([x / 2 for x in range(-1, 24)]), max_size=5)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(n=st.integers(min_value=1, max_value=12), a_pos=POSITIONS, b_pos=POSITIONS)
 def test_separated_edits_splice_like_the_model(
     n: int, a_pos: set[float], b_pos: set[float]
@@ -111,7 +112,7 @@ def test_separated_edits_splice_like_the_model(
         assert hunks.splice(base, a_lines, a_h, b_lines, b_h) == b"".join(both.apply(base))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     n=st.integers(min_value=2, max_value=12),
     p=st.sampled_from([x / 2 for x in range(-1, 24)]),
@@ -150,7 +151,7 @@ def test_validate_rejects_hunks_that_do_not_describe_the_bytes() -> None:
         hunks.validate([Hunk(0, 1, 0, 1)], [b"a\n", b"b\n"], [b"x\n", b"c\n"])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     base=st.lists(st.sampled_from(["a\n", "b\n", "c\n", "d\n", "e"]), max_size=8),
     other=st.lists(st.sampled_from(["a\n", "b\n", "x\n", "d\n", "y"]), max_size=8),

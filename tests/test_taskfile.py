@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from plan_build.dispatch import taskfile
 from plan_build.dispatch.taskfile import parse, with_block, with_status
+from tests.support.properties import examples
 
 TASK = """\
 ## TASK-001: Add the model
@@ -312,7 +313,7 @@ PROSE = st.text(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(before=PROSE, after=PROSE, crlf=st.booleans())
 def test_every_byte_around_the_owned_parts_is_preserved(
     before: str, after: str, crlf: bool

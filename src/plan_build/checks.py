@@ -22,6 +22,9 @@ class Check:
     remediation: str | None = None
     degradable: bool = False
     seconds: float = 0.0
+    # why it failed, for `setup` to pick a remedy (not part of the JSON report): e.g.
+    # "missing", "disabled", "unreachable", "slots_off"
+    cause: str | None = None
 
     @property
     def failed(self) -> bool:

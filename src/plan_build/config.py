@@ -22,6 +22,7 @@ SCHEMA: dict[str, Any] = {
     },
     "enhance": {"timeout": float},
     "review": {"codex_timeout": float, "coderabbit_timeout": float, "codex_model": str},
+    "setup": {"marketplaces": {"agentmemory": str, "mattpocock": str}, "memory_wait": float},
 }
 
 

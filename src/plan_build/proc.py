@@ -381,3 +381,47 @@ def run_attached(
         if child.poll() is None:
             _kill_tree(child)
         raise
+
+
+@dataclass
+class Detached:
+    """A server started to outlive this run (AgentMemory from `setup`)."""
+
+    child: subprocess.Popen[bytes]
+
+    @property
+    def pid(self) -> int:
+        return self.child.pid
+
+    def exited(self) -> int | None:
+        return self.child.poll()
+
+    def stop(self) -> None:
+        """Stop it and everything it started (the caller gave up on it)."""
+        if self.child.poll() is None:
+            _kill_tree(self.child)
+
+
+def spawn_detached(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, log_path: Path
+) -> Detached:
+    """Start `argv` in its own session with stdin closed and its output appended to `log_path`
+    (created 0600: a server may print what it was configured with). plan-build does not wait."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    log.debug("detached: %s (log %s)", quote(argv), log_path)
+    try:
+        child = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise CommandNotFound(argv[0]) from exc
+    finally:
+        os.close(fd)
+    return Detached(child)

@@ -43,7 +43,7 @@ class MemoryServerState:
 
 
 class MemoryServer:
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.state = MemoryServerState()
         state = self.state
 
@@ -94,7 +94,7 @@ class MemoryServer:
                 else:
                     self._send(404, {"error": "not found"})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -105,3 +105,21 @@ class MemoryServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def main(argv: list[str]) -> None:
+    """Serve on `--port N` until killed, slots on only with AGENTMEMORY_SLOTS=true: a stand-in
+    for `npx -y @agentmemory/agentmemory` (tests of `plan-build setup`)."""
+    import os
+
+    port = int(argv[argv.index("--port") + 1]) if "--port" in argv else 3111
+    server = MemoryServer(port)
+    server.state.slots_enabled = os.environ.get("AGENTMEMORY_SLOTS") == "true"
+    print(f"agentmemory stand-in on {server.url}", flush=True)
+    server.httpd.serve_forever()
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

@@ -16,8 +16,9 @@ argument after `flag`, e.g. an instruction file, to `path` before answering), "w
 `-o FILE`), "times": N (the rule answers only its first N matching calls; later calls fall
 through to the next rule), "read_stdin": bool (read stdin to its end first and record it as
 the call's "stdin"), "delete": [path, ...] (remove these files; relative paths are relative to
-the call's cwd, as for "write")}. Every call writes its pid to $STUB_HOME/<tool>.pid, so a test
-can check that an interrupted call was killed.
+the call's cwd, as for "write"), "emulate": "plugins" (answer `plugin ...` calls from and into
+the state file $STUB_HOME/<tool>.plugins.json, see `emulate_plugins`)}. Every call writes its
+pid to $STUB_HOME/<tool>.pid, so a test can check that an interrupted call was killed.
 """
 
 from __future__ import annotations
@@ -189,10 +190,123 @@ def _pick(tool: str, home: Path, argv: list[str]) -> dict[str, object]:
     raise SystemExit(f"stub {tool}: no rule matches {argv}")
 
 
+def _codex_config() -> Path:
+    codex_home = os.environ.get("CODEX_HOME")
+    base = Path(codex_home) if codex_home else Path(os.environ["HOME"]) / ".codex"
+    return base / "config.toml"
+
+
+def _flag(argv: list[str], flag: str, default: str) -> str:
+    return argv[argv.index(flag) + 1] if flag in argv[:-1] else default
+
+
+def emulate_plugins(tool: str, home: Path, argv: list[str]) -> tuple[str, str, int]:
+    """The plugin commands of the real CLIs (agent-cli-facts.md §1.2, §2.3) over a state file:
+    {"plugins": [entries], "marketplaces": [names], "sources": {source: marketplace name},
+    "stay_disabled": [ids]}. Codex reads `enabled` from its config.toml, as the real one does,
+    and fails like it when that file is not valid TOML."""
+    import tomllib
+
+    path = home / f"{tool}.plugins.json"
+    state = json.loads(path.read_text()) if path.is_file() else {}
+    entries: list[dict[str, object]] = state.setdefault("plugins", [])
+    markets: list[str] = state.setdefault("marketplaces", [])
+    known: dict[str, str] = state.setdefault("sources", {})
+    stay = set(state.get("stay_disabled", []))
+    words = [a for a in argv if a != "--json"]
+
+    def save() -> None:
+        path.write_text(json.dumps(state))
+
+    if tool == "claude":
+        if words[:3] == ["plugin", "marketplace", "list"]:
+            return json.dumps([{"name": m, "source": "directory"} for m in markets]), "", 0
+        if words[:3] == ["plugin", "marketplace", "add"]:
+            source = words[3]
+            if source not in known:
+                msg = f"Path does not exist: {source}"
+                out = {"command": "marketplace-add", "outcome": "failed", "message": msg}
+                return json.dumps(out) + "\n", f"✘ {msg}\n", 1
+            if known[source] not in markets:
+                markets.append(known[source])
+            save()
+            out = {"command": "marketplace-add", "outcome": "ok", "marketplace": known[source]}
+            return json.dumps(out) + "\n", "", 0
+        if words[:2] == ["plugin", "list"]:
+            return json.dumps(entries + CLAUDE_PLUGINS[2:], indent=2) + "\n", "", 0
+        if words[:2] in (["plugin", "install"], ["plugin", "enable"]):
+            plugin, scope = words[2], _flag(words, "--scope", "user")
+            mine = [e for e in entries if e["id"] == plugin]
+            if words[1] == "install" and not mine:
+                if plugin.split("@")[1] not in markets:
+                    out = {"command": "install", "outcome": "failed", "failureCode": "not_found"}
+                    return json.dumps(out) + "\n", f"✘ Failed to install plugin {plugin}\n", 1
+                entry = {"id": plugin, "version": "1.0.0", "scope": scope, "enabled": True}
+                entries.append(entry)
+                mine = [entry]
+            for e in mine:
+                e["enabled"] = plugin not in stay
+            save()
+            return (
+                json.dumps({"command": words[1], "outcome": "ok", "plugin": plugin}) + "\n",
+                "",
+                0,
+            )
+    if tool == "codex":
+        config = _codex_config()
+        text = config.read_text() if config.is_file() else ""
+        try:
+            switches = tomllib.loads(text).get("plugins", {})
+        except tomllib.TOMLDecodeError as exc:
+            return "", f"Error: failed to load configuration\n\nCaused by:\n    {exc}\n", 1
+        if words[:3] == ["plugin", "marketplace", "list"]:
+            return json.dumps({"marketplaces": [{"name": m} for m in markets]}, indent=2), "", 0
+        if words[:3] == ["plugin", "marketplace", "add"]:
+            source = words[3]
+            if source not in known:
+                return "", "Error: failed to resolve local marketplace source path\n", 1
+            if known[source] not in markets:
+                markets.append(known[source])
+            save()
+            return json.dumps({"marketplaceName": known[source]}, indent=2), "", 0
+        if words[:2] == ["plugin", "list"]:
+            installed = [
+                {
+                    "pluginId": e["id"],
+                    "version": "0.9.29",
+                    "installed": True,
+                    "enabled": switches.get(e["id"], {}).get("enabled") is True,
+                }
+                for e in entries
+            ]
+            return json.dumps({"installed": installed, "available": []}, indent=2), "", 0
+        if words[:2] == ["plugin", "add"]:
+            plugin = words[2]
+            if plugin.split("@")[1] not in markets:
+                return "", f"Error: marketplace for `{plugin}` was not found\n", 1
+            if all(e["id"] != plugin for e in entries):
+                entries.append({"id": plugin})
+            header = f'[plugins."{plugin}"]\n'
+            if plugin not in switches:  # the real `add` writes the table, or turns it on
+                config.parent.mkdir(parents=True, exist_ok=True)
+                config.write_text(text + ("\n" if text else "") + header + "enabled = true\n")
+            elif header in text:
+                head, _, rest = text.partition(header)
+                config.write_text(
+                    head + header + rest.replace("enabled = false", "enabled = true", 1)
+                )
+            save()
+            return json.dumps({"pluginId": plugin}, indent=2), "", 0
+    return "", f"stub {tool}: cannot emulate {argv}\n", 2
+
+
 def main(tool: str) -> None:
     home = Path(os.environ["STUB_HOME"])
     argv = sys.argv[1:]
     rule = _pick(tool, home, argv)
+    if rule.get("emulate") == "plugins":
+        out, err, code = emulate_plugins(tool, home, argv)
+        rule = {**rule, "stdout": out, "stderr": err, "exit": code}
     record = {
         "tool": tool,
         "argv": argv,

@@ -41,9 +41,11 @@ _SEPARATOR = re.compile(r"^={10,}\s*$", re.MULTILINE)
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
-def version(env: Mapping[str, str], cwd: Path) -> tuple[int, ...] | None:
+def version(
+    env: Mapping[str, str], cwd: Path, cancel: threading.Event | None = None
+) -> tuple[int, ...] | None:
     try:
-        r = proc.run(["coderabbit", "--version"], cwd=cwd, env=env, timeout=30)
+        r = proc.run(["coderabbit", "--version"], cwd=cwd, env=env, timeout=30, cancel=cancel)
     except (proc.CommandTimeout, proc.CommandNotFound):
         return None
     m = _VERSION.search(r.stdout + " " + r.stderr)
@@ -52,11 +54,16 @@ def version(env: Mapping[str, str], cwd: Path) -> tuple[int, ...] | None:
     return tuple(int(g) for g in m.groups() if g is not None)
 
 
-def supports_untracked(env: Mapping[str, str], cwd: Path) -> bool:
+def supports_untracked(
+    env: Mapping[str, str], cwd: Path, cancel: threading.Event | None = None
+) -> bool:
     """Whether `coderabbit review` knows --include-untracked (current CLIs leave raw untracked
-    files out of --uncommitted without it)."""
+    files out of --uncommitted without it). Probes honour `cancel` like the review itself: a
+    failed Codex review must not wait out a hanging probe."""
     try:
-        r = proc.run(["coderabbit", "review", "--help"], cwd=cwd, env=env, timeout=30)
+        r = proc.run(
+            ["coderabbit", "review", "--help"], cwd=cwd, env=env, timeout=30, cancel=cancel
+        )
     except (proc.CommandTimeout, proc.CommandNotFound):
         return False
     return "--include-untracked" in r.stdout + r.stderr
@@ -199,9 +206,9 @@ def review(
 ) -> Outcome:
     if proc.which("coderabbit", env) is None:
         return Outcome("coderabbit", "skipped", "coderabbit is not installed (not on PATH)")
-    ver = version(env, cwd)
+    ver = version(env, cwd, cancel)
     agent = ver is not None and ver >= AGENT_SINCE
-    argv = command(ver, untracked=agent and supports_untracked(env, cwd))
+    argv = command(ver, untracked=agent and supports_untracked(env, cwd, cancel))
     try:
         result = proc.run(
             argv,

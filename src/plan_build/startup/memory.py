@@ -100,13 +100,15 @@ def check_server(env: Mapping[str, str], home: Path) -> Check:
     """One `memory.server` row: reachable, AgentMemory, authorised, healthy, slots enabled."""
     url = base_url(env)
 
-    def fail(detail: str, fix: str) -> Check:
-        return Check("memory.server", "fail", detail, fix, degradable=True)
+    def fail(detail: str, fix: str, cause: str | None = None) -> Check:
+        return Check("memory.server", "fail", detail, fix, degradable=True, cause=cause)
 
     secret = resolve_secret(env, home, url)
     live, health, slots = _fetch_all(url, secret)
     if live.status is None:
-        return fail(f"no AgentMemory server answers at {url} ({live.error})", START_HINT)
+        return fail(
+            f"no AgentMemory server answers at {url} ({live.error})", START_HINT, "unreachable"
+        )
     if live.status != 200 or not isinstance(live.body, dict):
         return fail(
             f"{url} answered livez with HTTP {live.status} and no AgentMemory status",
@@ -122,6 +124,7 @@ def check_server(env: Mapping[str, str], home: Path) -> Check:
             f"AgentMemory at {url} rejected the request as unauthorized"
             + (" (the secret was not accepted)" if secret else " (no secret was found)"),
             "set AGENTMEMORY_SECRET to the server's secret (see ~/.agentmemory/secret)",
+            "unauthorized",
         )
     body = health.body if isinstance(health.body, dict) else None
     if health.status is None or body is None:
@@ -146,6 +149,7 @@ def check_server(env: Mapping[str, str], home: Path) -> Check:
         return fail(
             f"AgentMemory at {url} is {state} but memory slots are disabled",
             "restart the server with AGENTMEMORY_SLOTS=true (the workflow_status slot needs it)",
+            "slots_off",
         )
     if slots.status != 200:
         return fail(

@@ -15,17 +15,18 @@ from typing import Any
 
 from plan_build import proc
 from plan_build.checks import Check
+from plan_build.startup.sources import MARKETPLACES
 
 LIST_TIMEOUT = 20.0
 
 CLAUDE_INSTALL = {
-    "agentmemory@agentmemory": "claude plugin marketplace add rohitg00/agentmemory && "
-    "claude plugin install agentmemory@agentmemory",
-    "mattpocock-skills@mattpocock": "claude plugin marketplace add mattpocock/skills && "
-    "claude plugin install mattpocock-skills@mattpocock",
+    plugin: f"claude plugin marketplace add {MARKETPLACES[plugin.split('@')[1]]} && "
+    f"claude plugin install {plugin}"
+    for plugin in ("agentmemory@agentmemory", "mattpocock-skills@mattpocock")
 }
 CODEX_INSTALL = (
-    "codex plugin marketplace add rohitg00/agentmemory && codex plugin add agentmemory@agentmemory"
+    f"codex plugin marketplace add {MARKETPLACES['agentmemory']} && "
+    "codex plugin add agentmemory@agentmemory"
 )
 
 
@@ -81,7 +82,7 @@ def claude_checks(plugins: list[str], env: Mapping[str, str], cwd: Path) -> list
         cid = _check_id("claude", plugin)
         degradable = plugin.startswith("agentmemory@")
         if problem is not None:
-            checks.append(Check(cid, "fail", problem, fix, degradable=degradable))
+            checks.append(Check(cid, "fail", problem, fix, degradable=degradable, cause="unlisted"))
             continue
         mine = [e for e in entries if e.get("id") == plugin and _applies(e, cwd)]
         if any(e.get("enabled") is True for e in mine):
@@ -97,6 +98,7 @@ def claude_checks(plugins: list[str], env: Mapping[str, str], cwd: Path) -> list
                     f"{plugin} is installed but disabled",
                     f"claude plugin enable {plugin}",
                     degradable=degradable,
+                    cause="disabled",
                 )
             )
         else:
@@ -107,6 +109,7 @@ def claude_checks(plugins: list[str], env: Mapping[str, str], cwd: Path) -> list
                     f"{plugin} is not installed",
                     CLAUDE_INSTALL.get(plugin, f"claude plugin install {plugin}"),
                     degradable=degradable,
+                    cause="missing",
                 )
             )
     return checks
@@ -135,7 +138,7 @@ def codex_check(plugin: str, env: Mapping[str, str], cwd: Path, home: Path) -> C
         problem = "`codex plugin list --json` did not print an object with `installed`"
         fix = "update Codex (npm install -g @openai/codex)"
     if problem is not None:
-        return Check(cid, "fail", problem, fix, degradable=True)
+        return Check(cid, "fail", problem, fix, degradable=True, cause="unlisted")
     mine = [e for e in data["installed"] if isinstance(e, dict) and e.get("pluginId") == plugin]
     if any(e.get("enabled") is True for e in mine):
         version = next(str(e.get("version")) for e in mine if e.get("enabled") is True)
@@ -147,5 +150,8 @@ def codex_check(plugin: str, env: Mapping[str, str], cwd: Path, home: Path) -> C
             f"{plugin} is installed but disabled",
             f'set enabled = true under [plugins."{plugin}"] in {codex_config_path(env, home)}',
             degradable=True,
+            cause="disabled",
         )
-    return Check(cid, "fail", f"{plugin} is not installed", CODEX_INSTALL, degradable=True)
+    return Check(
+        cid, "fail", f"{plugin} is not installed", CODEX_INSTALL, degradable=True, cause="missing"
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from invoke.collection import Collection
 
 from plan_build.tasks import dispatch, enhance, release, review, session
+from plan_build.tasks import setup as setup_tasks
 from plan_build.tasks import verify as verify_tasks
 
 namespace = Collection()
@@ -19,6 +20,8 @@ for _task in verify_tasks.TASKS:
 namespace.add_collection(review.collection)
 namespace.add_collection(release.ns)
 for _task in dispatch.TASKS:
+    namespace.add_task(_task)
+for _task in setup_tasks.TASKS:
     namespace.add_task(_task)
 
 # No task's stdin is ever forwarded to a child process by invoke.

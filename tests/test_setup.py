@@ -1,0 +1,563 @@
+"""`plan-build setup`: the plan, the consent, the steps, the recheck; and every bad input.
+
+The stub claude/codex emulate their plugin commands over state files (tests/support/stubtool.py)
+so a step really changes what the next `plugin list` says, and a second setup finds nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plan_build.errors import PlanBuildError
+from plan_build.startup import setup as setup_mod
+from plan_build.startup import sources
+from tests.conftest import ROOT, Stubs, git
+from tests.support.memserver import MemoryServer
+from tests.support.sessions import make_session
+
+SOURCES = {"rohitg00/agentmemory": "agentmemory", "mattpocock/skills": "mattpocock"}
+MUTATING = {"add", "install", "enable"}
+
+
+def emulate(stubs: Stubs, tool: str, **state: Any) -> Path:
+    path = stubs.home / f"{tool}.plugins.json"
+    path.write_text(json.dumps({"sources": SOURCES, **state}))
+    stubs.rule(tool, {"match": ["plugin"], "emulate": "plugins"})
+    return path
+
+
+def plugin_calls(stubs: Stubs) -> list[str]:
+    return [
+        " ".join([c["tool"], *c["argv"]])
+        for c in stubs.calls()
+        if c["argv"][:1] == ["plugin"] and set(c["argv"]) & MUTATING
+    ]
+
+
+@pytest.fixture
+def fresh(ready: Path, stubs: Stubs) -> Path:
+    """Everything ready except that neither CLI has any plugin or marketplace yet."""
+    emulate(stubs, "claude")
+    emulate(stubs, "codex")
+    return ready
+
+
+def test_setup_yes_installs_the_plugins_and_a_second_run_finds_nothing_to_do(
+    cli: Any, fresh: Path, stubs: Stubs
+) -> None:
+    before = cli("preflight", "--json", cwd=fresh)
+    assert before.code == 3
+
+    r = cli("setup", "--yes", cwd=fresh, env={"NO_COLOR": "1"})
+    assert r.code == 0, r.stderr
+    assert plugin_calls(stubs) == [
+        "claude plugin marketplace add mattpocock/skills --scope user --json",
+        "claude plugin install mattpocock-skills@mattpocock --scope user --json",
+        "claude plugin marketplace add rohitg00/agentmemory --scope user --json",
+        "claude plugin install agentmemory@agentmemory --scope user --json",
+        "codex plugin marketplace add rohitg00/agentmemory --json",
+        "codex plugin add agentmemory@agentmemory --json",
+    ]
+    assert "setup plan: 6 step(s) to run, 0 for you" in r.stderr
+    assert r.stderr.count("ok   done") == 6
+    assert "ok   Claude plugins" in r.stderr  # the final readiness report
+    assert cli("preflight", cwd=fresh).code == 0
+
+    again = cli("setup", "--yes", cwd=fresh)
+    assert again.code == 0, again.stderr
+    assert "setup: nothing to do" in again.stderr
+    assert len(plugin_calls(stubs)) == 6  # nothing ran the second time
+
+
+def test_the_plan_names_every_change_and_command_and_dry_run_changes_nothing(
+    cli: Any, fresh: Path, stubs: Stubs
+) -> None:
+    state = (stubs.home / "claude.plugins.json").read_text()
+    r = cli("setup", "--dry-run", "--json", cwd=fresh, env={"NO_COLOR": "1"})
+    assert r.code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["outcomes"] == []
+    assert data["report"]["ok"] is False
+    first = data["plan"][0]
+    assert first["command"] == "claude plugin marketplace add mattpocock/skills --scope user --json"
+    assert first["changes"] == ["~/.claude/settings.json", "~/.claude/plugins/"]
+    assert first["runs"] is True
+    install = data["plan"][1]
+    assert install["needs"] == [first["id"]]
+    assert "     needs    step 1" in r.stderr
+    assert "dry run: nothing was changed" in r.stderr
+    assert plugin_calls(stubs) == []
+    assert (stubs.home / "claude.plugins.json").read_text() == state
+
+
+def test_without_a_terminal_or_yes_it_prints_the_plan_and_exits_4(
+    cli: Any, fresh: Path, stubs: Stubs
+) -> None:
+    r = cli("setup", "--json", cwd=fresh)
+    assert r.code == 4
+    assert "there is no terminal to ask" in r.stderr
+    assert "--yes" in r.stderr
+    assert len(json.loads(r.stdout)["plan"]) == 6
+    assert plugin_calls(stubs) == []
+
+
+def test_each_step_is_asked_and_no_skips_what_needs_it(fresh: Path, stubs: Stubs) -> None:
+    # no to the first marketplace, yes to the rest one by one, then all
+    session, _, err = make_session(fresh, answers=["n", "y", "y", "a"])
+    with pytest.raises(PlanBuildError) as raised:
+        setup_mod.run(session, setup_mod.Options())
+    assert "not ready: claude.plugin.mattpocock-skills" in str(raised.value)
+    assert session.ui.asked[0] == (
+        "1. add the Claude plugin marketplace mattpocock from mattpocock/skills?"
+    )
+    assert len(session.ui.asked) == 4  # step 2 needs step 1: skipped, never asked
+    text = err.getvalue()
+    assert "skip declined: you said no" in text
+    assert "skip skipped: needs step 1 declined" in text
+    assert "mattpocock" not in " ".join(plugin_calls(stubs))
+    assert "codex plugin add agentmemory@agentmemory --json" in plugin_calls(stubs)
+
+
+def test_quit_stops_asking_and_runs_nothing_more(fresh: Path, stubs: Stubs) -> None:
+    session, _, err = make_session(fresh, answers=["y", "q"])
+    with pytest.raises(PlanBuildError, match="not ready"):
+        setup_mod.run(session, setup_mod.Options())
+    assert len(session.ui.asked) == 2
+    assert plugin_calls(stubs) == [
+        "claude plugin marketplace add mattpocock/skills --scope user --json"
+    ]
+    text = err.getvalue()
+    assert text.count("not_run: you quit") == 3  # steps 2, 3 and 5
+    assert "skip skipped: needs step 3 not_run" in text
+
+
+def test_the_question_on_a_real_terminal_offers_yes_no_all_quit(fresh: Path, stubs: Stubs) -> None:
+    from tests.support.pty_run import run_on_pty
+
+    env = {**os.environ, "NO_COLOR": "1"}
+    r = run_on_pty(
+        [sys.executable, "-m", "plan_build", "setup", "--mode", "architect"],
+        cwd=fresh,
+        env=env,
+        typed=[("[q]uit", "\n"), ("[q]uit", "a\n")],
+    )
+    assert "[y]es · [n]o (default) · [a]ll · [q]uit" in r.output
+    assert "declined: you said no" in r.output  # Enter takes the default: no
+    assert r.code == 3
+    assert "claude plugin marketplace add" not in " ".join(plugin_calls(stubs))
+    assert "codex plugin add agentmemory@agentmemory --json" in plugin_calls(stubs)
+
+
+def test_the_scope_the_user_already_uses_is_kept(cli: Any, fresh: Path, stubs: Stubs) -> None:
+    emulate(
+        stubs,
+        "claude",
+        plugins=[
+            {"id": "other@mkt", "scope": "project", "projectPath": str(fresh), "enabled": True},
+            {
+                "id": "agentmemory@agentmemory",
+                "scope": "local",
+                "projectPath": str(fresh),
+                "enabled": False,
+            },
+        ],
+        marketplaces=["agentmemory"],
+    )
+    r = cli("setup", "--yes", "--mode", "architect", cwd=fresh)
+    assert r.code == 0, r.stderr
+    calls = [c for c in plugin_calls(stubs) if c.startswith("claude")]
+    assert calls == ["claude plugin enable agentmemory@agentmemory --scope local --json"]
+
+
+def test_a_marketplace_that_does_not_exist_fails_its_step_and_skips_the_install(
+    cli: Any, fresh: Path, stubs: Stubs
+) -> None:
+    (fresh / ".plan-build.yaml").write_text("setup:\n  marketplaces:\n    mattpocock: /mirror/mp\n")
+    r = cli(
+        "setup",
+        "--yes",
+        cwd=fresh,
+        env={"NO_COLOR": "1", "PLAN_BUILD_MARKETPLACE_AGENTMEMORY": "/nowhere/agentmemory"},
+    )
+    assert r.code == 3
+    assert "claude plugin marketplace add /nowhere/agentmemory --scope user --json" in r.stderr
+    assert "claude plugin marketplace add /mirror/mp --scope user --json" in r.stderr
+    assert "| ✘ Path does not exist: /nowhere/agentmemory" in r.stderr
+    assert "set another source with PLAN_BUILD_MARKETPLACE_AGENTMEMORY" in r.stderr
+    assert "skipped: needs step 3 failed" in r.stderr
+    assert not any("install agentmemory" in c for c in plugin_calls(stubs))
+
+
+def test_a_plugin_that_installs_but_stays_disabled_fails_with_the_remedy(
+    cli: Any, fresh: Path, stubs: Stubs
+) -> None:
+    emulate(stubs, "claude", stay_disabled=["agentmemory@agentmemory"])
+    r = cli("setup", "--yes", cwd=fresh, env={"NO_COLOR": "1"})
+    assert r.code == 3
+    assert "FAIL agentmemory@agentmemory is installed but still disabled" in r.stderr
+    assert "-> claude plugin enable agentmemory@agentmemory --scope user" in r.stderr
+
+
+def test_a_disabled_codex_plugin_is_enabled_keeping_every_other_byte(
+    cli: Any, ready: Path, stubs: Stubs
+) -> None:
+    codex_home = stubs.home / "codex-home"
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    original = (
+        "# my settings\n"
+        'model = "o3"  # favourite\n\n'
+        "[profiles.fast]\nmodel_reasoning_effort = 'low'\n\n"
+        '[plugins."agentmemory@agentmemory"]\n'
+        "enabled = false   # switched off on purpose once\n"
+        '\n[marketplaces.agentmemory]\nsource_type = "local"\n'
+    )
+    config.write_text(original)
+    emulate(
+        stubs,
+        "codex",
+        plugins=[{"id": "agentmemory@agentmemory"}],
+        marketplaces=["agentmemory"],
+    )
+    r = cli("setup", "--yes", cwd=ready, env={"CODEX_HOME": str(codex_home)})
+    assert r.code == 0, r.stderr
+    assert config.read_text() == original.replace("enabled = false   #", "enabled = true   #")
+    assert plugin_calls(stubs) == []  # an edit of one key, no command
+    assert "enable the Codex plugin agentmemory@agentmemory in" in r.stderr
+
+
+def test_a_config_toml_that_is_not_toml_is_refused_naming_its_line(
+    cli: Any, fresh: Path, stubs: Stubs
+) -> None:
+    codex_home = stubs.home / "codex-home"
+    codex_home.mkdir()
+    config = codex_home / "config.toml"
+    config.write_text('model = "o3"\n[plugins."agentmemory@agentmemory"\nenabled = false\n')
+    before = config.read_bytes()
+    r = cli("setup", "--yes", cwd=fresh, env={"CODEX_HOME": str(codex_home), "NO_COLOR": "1"})
+    assert r.code == 3
+    assert f"{config} line 2 is not valid TOML" in r.stderr
+    assert "plan-build will not edit it" in r.stderr
+    assert config.read_bytes() == before
+    assert not any(c.startswith("codex") for c in plugin_calls(stubs))
+
+
+def test_codex_enable_refuses_invalid_toml_and_writes_nothing(tmp_path: Path) -> None:
+    from plan_build.startup import codexconfig
+
+    config = tmp_path / "config.toml"
+    config.write_text("a = 1\n\n[broken\n")
+    with pytest.raises(PlanBuildError, match=r"line 3 is not valid TOML"):
+        codexconfig.enable(config, "agentmemory@agentmemory")
+    assert config.read_text() == "a = 1\n\n[broken\n"
+    fresh = tmp_path / "new" / "config.toml"
+    assert codexconfig.enable(fresh, "agentmemory@agentmemory") is True
+    assert tomllib.loads(fresh.read_text()) == {
+        "plugins": {"agentmemory@agentmemory": {"enabled": True}}
+    }
+    assert codexconfig.enable(fresh, "agentmemory@agentmemory") is False
+
+
+def test_a_symlinked_codex_config_stays_a_link(tmp_path: Path) -> None:
+    from plan_build.startup import codexconfig
+
+    real = tmp_path / "dotfiles" / "codex.toml"
+    real.parent.mkdir()
+    real.write_text('[plugins."agentmemory@agentmemory"]\nenabled = false\n')
+    link = tmp_path / "config.toml"
+    link.symlink_to(real)
+    assert codexconfig.enable(link, "agentmemory@agentmemory")
+    assert link.is_symlink()
+    assert "enabled = true" in real.read_text()
+
+
+def bin_with(tmp_path: Path, **scripts: str) -> Path:
+    """A PATH directory holding git, plus the given shell scripts."""
+    where = tmp_path / "path-bin"
+    where.mkdir(exist_ok=True)
+    git_path = subprocess.run(["which", "git"], capture_output=True, text=True, check=True)
+    (where / "git").symlink_to(git_path.stdout.strip())
+    for name, body in scripts.items():
+        (where / name).write_text("#!/bin/sh\n" + body)
+        (where / name).chmod(0o755)
+    return where
+
+
+def test_without_npm_the_tools_are_manual_with_the_pinned_versions(
+    cli: Any, ready: Path, stubs: Stubs, tmp_path: Path
+) -> None:
+    stubs.remove("claude")
+    stubs.remove("codex")
+    stubs.remove("coderabbit")
+    path = f"{stubs.bin}{os.pathsep}{bin_with(tmp_path)}"
+    r = cli("setup", "--dry-run", "--json", cwd=ready, env={"PATH": path, "NO_COLOR": "1"})
+    assert r.code == 0, r.stderr
+    yours = {s["check"]: s for s in json.loads(r.stdout)["plan"] if not s["runs"]}
+    assert yours["tool.claude"]["title"] == "install claude: npm is not on PATH"
+    assert yours["tool.claude"]["command"].endswith(
+        "npm install -g @anthropic-ai/claude-code@2.1.332"
+    )
+    assert yours["tool.codex"]["command"].endswith("npm install -g @openai/codex@0.171.0")
+    assert yours["tool.coderabbit"]["command"].startswith(sources.CODERABBIT_INSTALL)
+    assert "plan-build never pipes a download into a shell" in yours["tool.coderabbit"]["title"]
+
+
+NPM_OK = """\
+if [ "$1" = prefix ]; then echo "{prefix}"; exit 0; fi
+echo "npm $*" >> "{log}"
+/bin/cp "{stub}" "{prefix}/bin/claude"
+echo "added 3 packages in 2s"
+"""
+NPM_FAIL = """\
+if [ "$1" = prefix ]; then echo "{prefix}"; exit 0; fi
+echo "npm $*" >> "{log}"
+echo "npm error code E404" >&2
+echo "npm error 404 Not Found - GET https://registry.example/@anthropic-ai%2fclaude-code" >&2
+exit 1
+"""
+
+
+@pytest.mark.parametrize("latest", [False, True])
+def test_npm_installs_the_pinned_claude_then_its_plugins(
+    cli: Any, ready: Path, stubs: Stubs, tmp_path: Path, latest: bool
+) -> None:
+    emulate(stubs, "claude")
+    prefix = tmp_path / "npm-prefix"
+    (prefix / "bin").mkdir(parents=True)
+    saved = tmp_path / "claude-stub"
+    saved.write_bytes((stubs.bin / "claude").read_bytes())
+    saved.chmod(0o755)
+    stubs.remove("claude")
+    log = tmp_path / "npm.log"
+    npm = NPM_OK.format(prefix=prefix, log=log, stub=saved)
+    path = os.pathsep.join([str(prefix / "bin"), str(stubs.bin), str(bin_with(tmp_path, npm=npm))])
+    args = ["setup", "--yes", "--mode", "architect", *(["--latest"] if latest else [])]
+    r = cli(*args, cwd=ready, env={"PATH": path, "NO_COLOR": "1"})
+    assert r.code == 0, r.stderr
+    version = "latest" if latest else "2.1.332"
+    assert log.read_text() == f"npm install -g @anthropic-ai/claude-code@{version}\n"
+    assert f"changes  npm's global packages under {prefix}" in r.stderr
+    assert "claude plugin install agentmemory@agentmemory --scope user --json" in plugin_calls(
+        stubs
+    )
+
+
+def test_a_failing_npm_install_stops_the_steps_that_need_claude(
+    cli: Any, ready: Path, stubs: Stubs, tmp_path: Path
+) -> None:
+    prefix = tmp_path / "npm-prefix"
+    stubs.remove("claude")
+    log = tmp_path / "npm.log"
+    npm = NPM_FAIL.format(prefix=prefix, log=log)
+    path = os.pathsep.join([str(stubs.bin), str(bin_with(tmp_path, npm=npm))])
+    r = cli("setup", "--yes", cwd=ready, env={"PATH": path, "NO_COLOR": "1"})
+    assert r.code == 3
+    assert "FAIL exited 1" in r.stderr
+    assert "| npm error 404 Not Found" in r.stderr
+    assert "plan-build never uses sudo" in r.stderr
+    assert "skip skipped: needs step 1 failed" in r.stderr
+    assert log.read_text() == "npm install -g @anthropic-ai/claude-code@2.1.332\n"
+
+
+def test_the_pinned_versions_are_the_contract_suites() -> None:
+    pins = tomllib.loads((ROOT / "tests" / "contract" / "versions.toml").read_text())
+    assert {t: (p["package"], p["version"]) for t, p in pins.items()} == sources.NPM_PACKAGES
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def npx_script(body: str) -> str:
+    return f'echo "npx $* slots=$AGENTMEMORY_SLOTS" >> "$NPX_LOG"\n{body}\n'
+
+
+def test_agentmemory_is_started_detached_with_slots_and_waited_for(
+    cli: Any, ready: Path, stubs: Stubs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    monkeypatch.setenv("AGENTMEMORY_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("AGENTMEMORY_SECRET", "s3cret-value-never-shown")
+    pid_file = tmp_path / "npx.pid"
+    serve = f'exec "{sys.executable}" -m tests.support.memserver "$@"'
+    npx = npx_script(f'echo $$ > "{pid_file}"\ncd "{ROOT}" && {serve}')
+    path = os.pathsep.join([str(stubs.bin), str(bin_with(tmp_path, npx=npx))])
+    npx_log = tmp_path / "npx.log"
+    r = cli("setup", "--yes", cwd=ready, env={"PATH": path, "NPX_LOG": str(npx_log)})
+    try:
+        assert r.code == 0, r.stderr
+        assert npx_log.read_text() == (
+            f"npx -y @agentmemory/agentmemory --port {port} slots=true\n"
+        )
+        assert "AGENTMEMORY_SLOTS=true npx -y @agentmemory/agentmemory --port" in r.stderr
+        log = Path(os.environ["XDG_STATE_HOME"]) / "plan-build" / "agentmemory.log"
+        assert "agentmemory stand-in on" in log.read_text()
+        assert log.stat().st_mode & 0o777 == 0o600
+        assert "s3cret-value-never-shown" not in r.stderr + r.stdout + log.read_text()
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGTERM)
+
+
+def test_a_server_that_never_answers_fails_within_the_bound_and_is_stopped(
+    cli: Any, ready: Path, stubs: Stubs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_port()
+    monkeypatch.setenv("AGENTMEMORY_URL", f"http://127.0.0.1:{port}")
+    (ready / ".plan-build.yaml").write_text("setup:\n  memory_wait: 1.5\n")
+    pid_file = tmp_path / "npx.pid"
+    npx = npx_script(f'echo $$ > "{pid_file}"\necho "downloading iii engine"\nexec /bin/sleep 60')
+    path = os.pathsep.join([str(stubs.bin), str(bin_with(tmp_path, npx=npx))])
+    started = time.monotonic()
+    r = cli(
+        "setup", "--yes", cwd=ready, env={"PATH": path, "NPX_LOG": "/dev/null", "NO_COLOR": "1"}
+    )
+    assert time.monotonic() - started < 30
+    assert r.code == 3
+    assert f"no answer from http://127.0.0.1:{port}/agentmemory/livez within 1.5s" in r.stderr
+    assert "it was stopped" in r.stderr
+    assert "| downloading iii engine" in r.stderr
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_slots_off_names_the_setting_and_never_prints_the_secret(
+    cli: Any,
+    ready: Path,
+    stubs: Stubs,
+    memory_server: MemoryServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    memory_server.state.slots_enabled = False
+    memory_server.state.secret = "another-secret-value"
+    monkeypatch.setenv("AGENTMEMORY_SECRET", "another-secret-value")
+    r = cli("setup", "--yes", "--json", cwd=ready, env={"NO_COLOR": "1"})
+    assert r.code == 3
+    [item] = [s for s in json.loads(r.stdout)["plan"] if s["check"] == "memory.server"]
+    assert item["runs"] is False
+    assert "set AGENTMEMORY_SLOTS=true in the server's environment" in item["command"]
+    assert "~/.agentmemory/.env" in item["command"]
+    assert "another-secret-value" not in r.stdout + r.stderr
+
+
+def test_a_missing_identity_is_proposed_and_written_for_you_to_commit(
+    cli: Any, repo: Path, stubs: Stubs, memory_server: MemoryServer, bundle: Path
+) -> None:
+    git(repo, "remote", "add", "origin", "git@github.com:ana/shop.git")
+    r = cli("setup", "--yes", cwd=repo, env={"NO_COLOR": "1"})
+    assert r.code == 0, r.stderr
+    assert 'write .agentmemory-project with the proposed id "github.com/ana/shop"' in r.stderr
+    assert (repo / ".agentmemory-project").read_text() == "github.com/ana/shop\n"
+    assert "commit it: git add .agentmemory-project" in r.stderr
+    again = cli("setup", "--yes", "--json", cwd=repo)
+    [item] = json.loads(again.stdout)["plan"]
+    assert item["title"] == "commit .agentmemory-project"
+    assert item["runs"] is False
+
+
+def test_skills_and_launcher_are_installed_when_a_release_is_active(
+    cli: Any, ready: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "pb-home"
+    release = root / "releases" / "0123456789abcdef"
+    release.mkdir(parents=True)
+    for name in ("SKILL.md", "ARCHITECT.md"):
+        (release / name).write_text("---\nname: x\n---\n")
+    (root / "current").symlink_to(release)
+    monkeypatch.setenv("PLAN_BUILD_HOME", str(root))
+    r = cli("setup", "--yes", cwd=ready, env={"NO_COLOR": "1"})
+    assert r.code == 0, r.stderr
+    assert "runs     plan-build release.install" in r.stderr
+    home = Path(os.environ["HOME"])
+    link = home / ".claude" / "skills" / "plan-build" / "SKILL.md"
+    assert os.readlink(link) == str(root / "current" / "SKILL.md")
+    assert (home / ".local" / "bin" / "plan-build").is_file()
+    assert "setup: nothing to do" in cli("setup", "--yes", cwd=ready).stderr
+
+
+def test_safe_mode_is_the_users_to_change(
+    cli: Any, ready: Path, stubs: Stubs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_SAFE_MODE", "1")
+    rc_files = [Path(os.environ["HOME"]) / n for n in (".bashrc", ".profile", ".zshrc")]
+    r = cli("setup", "--yes", cwd=ready, env={"NO_COLOR": "1"})
+    assert r.code == 3
+    assert "-> unset CLAUDE_CODE_SAFE_MODE" in r.stderr
+    assert not any(p.exists() for p in rc_files)
+
+
+def test_ctrl_c_during_a_step_exits_130_and_leaves_the_config_whole(
+    ready: Path, stubs: Stubs
+) -> None:
+    emulate(stubs, "claude")
+    stubs.rule("claude", {"match": ["plugin", "marketplace", "add"], "sleep": 30})
+    child = subprocess.Popen(
+        [sys.executable, "-m", "plan_build", "setup", "--yes"],
+        cwd=ready,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while not (stubs.home / "claude.pid").exists() or not any(
+        c["argv"][:3] == ["plugin", "marketplace", "add"] for c in stubs.calls("claude")
+    ):
+        assert time.monotonic() < deadline, "the step never started"
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGINT)
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == 130, err
+    assert "interrupted" in err
+    stub_pid = int((stubs.home / "claude.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(stub_pid, 0)  # the running step was stopped with plan-build
+    assert not any(p.name.endswith(".tmp") for p in stubs.home.iterdir())
+    assert not (ready / ".agentmemory-project.tmp").exists()
+
+
+def test_a_mistyped_setup_key_or_mode_is_a_usage_error_naming_it(cli: Any, fresh: Path) -> None:
+    (fresh / ".plan-build.yaml").write_text("setup:\n  marketplaces:\n    agentmemry: /m\n")
+    r = cli("setup", "--dry-run", cwd=fresh)
+    assert r.code == 2
+    assert ".plan-build.yaml:3: unknown key setup.marketplaces.agentmemry" in r.stderr
+    bad = cli("setup", "--mode", "plan", cwd=fresh)
+    assert bad.code == 2
+    assert "--mode must be standard or architect, not 'plan'" in bad.stderr
+
+
+@pytest.mark.parametrize("marker", ["CLAUDECODE", "CODEX_SANDBOX"])
+def test_an_agent_session_may_see_the_plan_but_never_runs_it(
+    cli: Any, fresh: Path, stubs: Stubs, marker: str
+) -> None:
+    r = cli("setup", "--yes", cwd=fresh, env={marker: "1"})
+    assert r.code == 4
+    assert f"not an agent session's ({marker} is set)" in r.stderr
+    assert plugin_calls(stubs) == []
+    assert cli("setup", "--dry-run", cwd=fresh, env={marker: "1"}).code == 0
+
+
+def test_an_output_tail_drops_codex_backtraces_and_path_warnings() -> None:
+    err = (
+        "WARNING: proceeding, even though we could not create PATH aliases: Refusing …\n"
+        "Error: failed to resolve local marketplace source path: No such file or directory\n\n"
+        "Stack backtrace:\n   0: <unknown>\n   1: <unknown>\n"
+    )
+    assert setup_mod.tail("", err) == (
+        "Error: failed to resolve local marketplace source path: No such file or directory",
+    )
+    assert setup_mod.tail("\n".join(str(i) for i in range(9))) == ("4", "5", "6", "7", "8")
