@@ -63,7 +63,7 @@ OVERVIEW: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     (
         "setup and diagnosis",
         (
-            ("setup", "install and check what a session needs"),
+            ("setup", "fix every failing readiness check, with your consent"),
             ("preflight", "the readiness report alone"),
             ("identity", "show or create the repository's memory identity"),
             ("env", "the effective configuration, only checked facts"),
