@@ -242,6 +242,11 @@ def test_completion_script_and_candidates(here, tmp_path: Path, shell: str) -> N
     r = here("--complete", "--", "plan-build", "rel", cwd=tmp_path)
     assert r.code == 0
     assert "release.activate" in r.stdout.split()
+    r = here("--complete", "--", "plan-build", "", cwd=tmp_path)
+    words = r.stdout.split()
+    assert "review" in words
+    assert "review.review" not in words
+    assert len(words) == len(set(words))
     r = here("--complete", "--", "plan-build", "--", cwd=tmp_path)
     assert sorted(r.stdout.split()) == sorted(
         ["--help", "--version", "--list", "--debug", "--print-completion-script", "--complete"]

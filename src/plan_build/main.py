@@ -11,8 +11,9 @@ import re
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from invoke.collection import Collection
 from invoke.config import Config
 from invoke.exceptions import Exit, ParseError, UnexpectedExit
 from invoke.parser.argument import Argument
@@ -152,13 +153,21 @@ class PlanBuildProgram(Program):
             self.list_tasks()
             raise Exit
         if args.complete.value:
+            from types import SimpleNamespace
+
             from invoke.completion.complete import complete
 
+            from plan_build import helptext
+
+            # the command names as --list shows them: each once (`review`, not `review.review`)
+            names = SimpleNamespace(
+                task_names={n: [] for n, _ in helptext.commands(self.collection)}
+            )
             complete(
                 names=self.binary_names,
                 core=self.core,
                 initial_context=self.initial_context,
-                collection=self.collection,
+                collection=cast(Collection, names),
                 parser=self._make_parser(),
             )
         if not self.tasks:
