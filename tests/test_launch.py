@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Stubs, git
 from tests.support.memserver import MemoryServer
 from tests.support.pty_run import PtyResult, run_on_pty
@@ -268,3 +270,26 @@ def test_a_request_too_large_for_one_argument_is_refused_before_launch(
     assert r.code == 2
     assert "at most 128 KiB" in r.stderr
     assert launched(stubs) == []
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "# plan-build session\nPLAN_BUILD_PROMPT\n--- end ---\n",
+        "no newline at the end",
+        "two newlines\n\n",
+        "quotes ' \" $HOME `date` \\ and ✔\n",
+    ],
+)
+def test_the_dry_run_prompt_snippet_gives_bash_exactly_the_prompt(prompt: str) -> None:
+    from plan_build.startup import launch
+
+    plan = launch.Launch(launch.claude_argv(prompt, yolo=False), {}, prompt, Path("/repo"))
+    text = launch.dry_run_text(plan)
+    assert text.count(prompt) == 1
+    snippet = text.split(" ---\n", 3)[3].rsplit("--- end ---\n", 1)[0]
+    got = subprocess.run(
+        ["bash", "-c", snippet + 'printf %s "$PROMPT"'], capture_output=True, check=True
+    ).stdout
+    assert got == prompt.encode()
+    assert f'claude -- "$PROMPT"  # {len(prompt.encode()):,} bytes, printed below' in text

@@ -82,7 +82,7 @@ def dry_run_text(launch: Launch) -> str:
             f"{argv}  # {size:,} bytes, printed below",
             "--- environment added ---",
             *env_lines,
-            f"--- prompt: pasting the lines up to {end} into bash sets $PROMPT ---",
+            "--- prompt: pasting the lines up to --- end --- into bash sets $PROMPT ---",
             f"IFS= read -r -d '' PROMPT <<'{end}'",
             body + end,
             *exact,
