@@ -100,10 +100,6 @@ def commands(coll: Collection, prefix: str = "") -> Iterator[tuple[str, Task]]: 
         yield from commands(coll.collections[name], f"{prefix}{name}.")
 
 
-def find(coll: Collection, name: str) -> Task | None:  # type: ignore[type-arg]
-    return dict(commands(coll)).get(name)
-
-
 def with_arguments(name: str, task: Task) -> str:  # type: ignore[type-arg]
     return " ".join([name, *(metavar(p) for p in task.positional)])
 

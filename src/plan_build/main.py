@@ -198,16 +198,10 @@ class PlanBuildProgram(Program):
     def print_task_help(self, name: str) -> None:
         from plan_build import helptext
 
-        task = self.collection[name]
-        shown = name if helptext.find(self.collection, name) is task else self._shortest(name)
+        task = self.collection[name]  # shown by the name --list uses (`release.status` → release)
+        shown = next((n for n, t in helptext.commands(self.collection) if t is task), name)
         args = self.parser.contexts[name].args.values()
         sys.stdout.write(helptext.command_help(self.binary, shown, task, args))
-
-    def _shortest(self, name: str) -> str:
-        from plan_build import helptext
-
-        task = self.collection[name]
-        return next((n for n, t in helptext.commands(self.collection) if t is task), name)
 
 
 def quiet_invoke_debug() -> None:
