@@ -257,6 +257,10 @@ def test_completion_script_and_candidates(here, tmp_path: Path, shell: str) -> N
 
 def test_version_and_list_are_still_answered(here, tmp_path: Path) -> None:
     assert here("-V", cwd=tmp_path).stdout == f"plan-build {__version__}\n"
+    assert here("-d", "--version", cwd=tmp_path).stdout == f"plan-build {__version__}\n"
+    r = here("--version", "--dry", cwd=tmp_path)  # a lone --version answers early; not this
+    assert (r.code, r.stdout) == (2, "")
+    assert "unknown option --dry" in r.stderr
     assert here("-l", cwd=tmp_path).stdout == here("--list", cwd=tmp_path).stdout
 
 
