@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from plan_build import gitrepo, snapshot  # noqa: E402
-from plan_build.dispatch import redact, taskfile, telemetry  # noqa: E402
+from plan_build import gitrepo, redact, snapshot  # noqa: E402
+from plan_build.dispatch import taskfile, telemetry  # noqa: E402
 
 TASK = """\
 ## TASK-{n:03d}: Task number {n}

@@ -101,7 +101,7 @@ def main() -> None:
 
         def scan() -> object:
             added = change.added_lines(repo, base.worktree_tree, ch.tree)
-            return verify_mod.check_secrets(added, root)
+            return verify_mod.check_secrets(added)[0][0]
 
         first_started = time.perf_counter()
         result = scan()

@@ -281,7 +281,8 @@ def test_an_agent_session_cannot_commit_even_with_a_terminal(shop: Path) -> None
         with pytest.raises(PlanBuildError) as exc:
             do_commit(shop, env={**os.environ, marker: "1"})  # scripted "y" is never asked
         assert exc.value.code == ExitCode.APPROVAL
-        assert "approved by you, not by an agent session" in exc.value.what
+        assert "needs the user's own approval" in exc.value.what
+        assert f"({marker} is set)" in exc.value.what
     assert git(shop, "rev-list", "--count", "HEAD").strip() == "2"
 
 

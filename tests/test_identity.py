@@ -186,3 +186,11 @@ def test_identity_without_a_terminal_says_what_it_would_propose_and_exits_4(
     assert "no terminal to approve" in r.stderr
     assert "plan-build identity --set github.com/ana/shop" in r.stderr
     assert not (repo / ".agentmemory-project").exists()
+
+
+def test_identity_inside_an_agent_session_never_writes_the_proposal(cli, repo: Path) -> None:
+    """The new proposal path of `identity` is an approval gate like `plan`'s."""
+    r = cli("identity", cwd=repo, env={"CLAUDECODE": "1"})
+    assert r.code == 4
+    assert "ask the user to run `plan-build identity --set" in r.stderr
+    assert not (repo / ".agentmemory-project").exists()

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from plan_build.dispatch import redact
+import dataclasses
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plan_build import redact
+from tests.support.tokens import aws_key, github_token
 
 
 def test_known_secret_patterns_are_withheld_line_by_line() -> None:
@@ -35,3 +41,56 @@ def test_hashes_paths_and_short_values_are_not_secrets() -> None:
     )
     env = {"SSH_AUTH_SOCK": "/home/ana/.ssh/known_hosts", "GH_TOKEN": "short"}
     assert redact.redact(text, env) == (text, [])
+
+
+# --- the shared scanner ------------------------------------------------------------------
+
+FRAGMENTS = [
+    github_token(),
+    aws_key(),
+    "xoxb-1234567890-abcdefghij",
+    "sk_live_" + "Fake" * 6,
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "glpat-" + "Fake" * 5,
+    "https://user:hunter2hunter2@example.com/x",
+    "ibm_cloud_iam_api_key = '" + "F" * 44 + "'",
+    '"',
+    "'",
+    " = ",
+    ": ",
+    "\t",
+    "\r",
+    " ",
+]
+LINE = st.lists(
+    st.one_of(st.sampled_from(FRAGMENTS), st.text(alphabet="aZ09_-.:/=@ ", max_size=6)),
+    max_size=6,
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(LINE, max_size=10), st.booleans())
+def test_searching_the_joined_text_finds_what_line_by_line_finds(
+    lines: list[str], patterns_only: bool
+) -> None:
+    engine = redact.engine()
+    slow = object.__new__(type(engine))  # every plugin asked about every line
+    slow.__dict__.update(engine.__dict__)
+    slow.all = [dataclasses.replace(p, prefilter=None) for p in engine.all]
+    slow.patterns = [dataclasses.replace(p, prefilter=None) for p in engine.patterns]
+
+    fast = engine.scan_lines("x.py", lines, patterns_only=patterns_only)
+    expected = slow.scan_lines("x.py", lines, patterns_only=patterns_only)
+
+    assert fast == expected
+
+
+def test_the_joined_search_is_used_for_the_token_plugins() -> None:
+    names = {type(p.plugin).__name__ for p in redact.engine().patterns if p.prefilter is None}
+    assert names == set(), names  # every pattern plugin qualifies today (detect-secrets 1.5.0)
+
+
+def test_lines_found_by_the_joined_search_keep_their_numbers() -> None:
+    lines = ["a", f"t = '{github_token()}'", "b", "c", f"k={aws_key()}"]
+    found = redact.engine().scan_lines("x.py", lines, patterns_only=True)
+    assert [(i, h.type) for i, h in found] == [(1, "GitHub Token"), (4, "AWS Access Key")]

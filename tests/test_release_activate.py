@@ -331,6 +331,24 @@ BAD_INPUTS = {
         lambda t: _case_files(t, _with(A, templates__launch__standard_md_j2=b"{% if %}\n")),
         "templates/launch/standard.md.j2 line 1 is not a valid template",
     ),
+    "deeply nested front matter": (
+        lambda t: _case_files(
+            t, _with(A, SKILL_md=("---\nname: " + "[" * 5000 + "]" * 5000 + "\n---\n").encode())
+        ),
+        "SKILL.md has front matter nested too deeply",
+    ),
+    "deeply nested template": (
+        lambda t: _case_files(
+            t,
+            _with(
+                A,
+                templates__launch__standard_md_j2=(
+                    "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}\n"
+                ).encode(),
+            ),
+        ),
+        "templates/launch/standard.md.j2 is nested too deeply to parse",
+    ),
     "manifest out of order": (
         lambda t: _case_files(t, A, "".join(reversed(manifest_text(A).splitlines(True)))),
         "MANIFEST.sha256 is not in canonical form",
@@ -476,3 +494,29 @@ def test_a_second_activation_waits_for_the_lock_then_proceeds(tmp_path: Path, ro
     _, err = child.communicate(timeout=30)
     assert child.returncode == 0, err
     assert err == f"activated {digest[:16]} (plan-build 9.0.0)\n"
+
+
+def _snapshot(top: Path) -> dict[str, bytes | None]:
+    return {
+        p.relative_to(top).as_posix(): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(top.rglob("*"))
+    }
+
+
+@pytest.mark.parametrize("kind", ["directory", "archive"])
+def test_a_copied_install_is_refused_before_anything_is_written(
+    cli, tmp_path: Path, root: Path, kind: str
+) -> None:
+    (root / "current").mkdir(parents=True)
+    (root / "current" / "plan_build.zsh").write_text("old\n")
+    fake_bundle(tmp_path / "b")
+    source = "b" if kind == "directory" else tar_bundle(tmp_path / "b", tmp_path / "b.tar.gz").name
+    before = _snapshot(root)
+    r = cli("release.activate", source, cwd=tmp_path)
+    assert r.code == 3
+    assert r.stderr == (
+        f"plan-build: {root / 'current'} is not a symbolic link (a copied install?)\n"
+        f"  fix: move it away (mv {root / 'current'} {root / 'current'}.old) and activate a "
+        "release again\n"
+    )
+    assert _snapshot(root) == before  # nothing published, staged, locked or logged

@@ -224,3 +224,49 @@ def test_gc_never_removes_a_release_bound_by_a_killed_then_restarted_run(
 def test_gc_with_a_negative_keep_is_a_usage_error(cli, tmp_path: Path) -> None:
     r = cli("release.gc", "--keep", "-1", cwd=tmp_path)
     assert r.code == 2
+
+
+def test_gc_keep_that_is_not_a_number_is_a_usage_error_with_a_fix(cli, tmp_path: Path) -> None:
+    r = cli("release.gc", "--keep", "many", cwd=tmp_path)
+    assert (r.code, r.stderr) == (
+        2,
+        "plan-build: --keep must be a whole number (got 'many')\n"
+        "  fix: give a number, e.g. --keep 3\n",
+    )
+
+
+def test_gc_negative_keep_says_what_to_give_instead(cli, tmp_path: Path) -> None:
+    r = cli("release.gc", "--keep", "-1", cwd=tmp_path)
+    assert (r.code, r.stderr) == (
+        2,
+        "plan-build: --keep must be 0 or more (got -1)\n"
+        "  fix: give a number of releases to keep, e.g. --keep 3; --keep 0 keeps only the "
+        "current one and those running plan-builds are bound to\n",
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["release"],
+        ["release.list"],
+        ["release.activate", "b"],
+        ["release.rollback"],
+        ["release.gc"],
+        ["release.install"],
+    ],
+    ids=lambda argv: argv[0],
+)
+def test_a_releases_root_that_is_a_regular_file_is_refused_with_a_fix(
+    cli, tmp_path: Path, argv: list[str]
+) -> None:
+    fake_bundle(tmp_path / "b")
+    home = tmp_path / "not-a-dir"
+    home.write_text("keep me\n")
+    r = cli(*argv, cwd=tmp_path, env={"PLAN_BUILD_HOME": str(home)})
+    assert (r.code, r.stderr) == (
+        3,
+        f"plan-build: the releases root {home} is a file, not a directory\n"
+        f"  fix: set PLAN_BUILD_HOME to a directory (or unset it), or move {home} away\n",
+    )
+    assert home.read_text() == "keep me\n"

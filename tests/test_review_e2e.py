@@ -4,6 +4,7 @@ on PATH, a Claude session file for this test process (an ancestor of every comma
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def test_plan_review_starts_a_workflow_owned_by_this_session(cli, stubs, project
     stubs.rule("codex", codex_rule(PLAN_REVIEW))
     r = cli("review.plan", "--plan", "../plan.md", "--focus", "Check the rollback", cwd=project)
 
-    assert r.code == 6  # findings wait for decisions
+    assert r.code == 0, r.stderr  # reviewed: the findings wait for decisions (ADR 0046)
     wf = only_workflow(project)
     assert f"Created workflow {wf.name}" in r.stderr
     assert "codex       2 findings (1 high, 1 low)" in r.stderr
@@ -212,7 +213,8 @@ def test_canonical_plan_is_sticky_and_plan_flag_replaces_it_in_a_new_round(
     wf = start_plan_review(cli, stubs, project)
     (project.parent / "plan.md").write_text(PLAN + "3. Changed later.\n")
     r = cli("review.plan", cwd=project)
-    assert r.code == 6  # still waiting for decisions on round 1; plan.md untouched
+    assert r.code == 0  # still waiting for decisions on round 1; plan.md untouched
+    assert "is waiting for decisions" in r.stderr
     assert (wf / "artifacts" / "plan.md").read_text() == PLAN
 
     r = cli("review.plan", "--plan", "../plan.md", cwd=project)
@@ -241,13 +243,18 @@ def test_only_low_findings_may_be_deferred(cli, stubs, project: Path) -> None:
     assert "HIGH-1 is deferred, but only LOW findings may be deferred" in r.stderr
 
 
-def test_deferring_a_low_finding_needs_a_terminal(cli, stubs, project: Path) -> None:
+def test_deferring_a_low_finding_inside_the_session_asks_for_the_user(
+    cli, stubs, project: Path
+) -> None:
+    """This test process poses as the Claude session (an ancestor of the command), so the
+    deferral is refused as an agent's, and the text tells Claude to ask the user."""
     wf = start_plan_review(cli, stubs, project)
     decide(wf, "plan", 1, "### HIGH-1\nDecision: ACCEPT\n### LOW-1\nDecision: DEFER\n")
     r = cli("review.approve", cwd=project)
     assert r.code == 4
     assert "LOW-1 (low) is deferred: that needs your approval" in r.stderr
-    assert "no terminal to ask" in r.stderr
+    assert "is Claude Code" in r.stderr
+    assert f"ask the user to run `plan-build review.approve --workflow {wf.name}`" in r.stderr
     assert json.loads((wf / "workflow.json").read_text())["phase"] == "plan"
     assert not (wf / "artifacts" / "plan-approval-r1.json").exists()
 
@@ -278,7 +285,7 @@ def test_impl_from_an_approvable_plan_round_advances_and_reviews(cli, stubs, pro
     r = cli("review.impl", cwd=project)
 
     assert "Phase advanced to implement (round 1)." in r.stderr
-    assert r.code == 6, r.stderr
+    assert r.code == 0, r.stderr
     assert (wf / "artifacts" / "implement-review-r1.md").exists()
     prompt = [c for c in stubs.calls("codex") if c["argv"][0] == "exec"][-1]["argv"][-1]
     assert "## The approved plan" in prompt
@@ -316,8 +323,9 @@ def test_codex_and_coderabbit_findings_share_one_round(cli, stubs, project: Path
 
     r = cli("review.impl", cwd=project)
 
-    assert r.code == 6
+    assert r.code == 0, r.stderr
     assert "coderabbit  2 findings (1 high, 1 low)" in r.stderr
+    assert "implementation round 1 finished with 3 findings" in r.stderr
     review = (wf / "artifacts" / "implement-review-r1.md").read_text()
     assert review.startswith(IMPL_REVIEW)
     assert "- [HIGH-1] `app.py` Missing bounds check" in review
@@ -342,14 +350,14 @@ def test_fix_then_repeat_then_approve_and_the_approval_tracks_the_tree(
     stubs.rule("codex", codex_rule(IMPL_REVIEW))
     for rule in reversed(rabbit_agent(rabbit_complete())):
         stubs.rule("coderabbit", rule)
-    assert cli("review.impl", cwd=project).code == 6
+    assert cli("review.impl", cwd=project).code == 0
     decide(wf, "implement", 1, "### MEDIUM-1\nDecision: FIX\n")
 
     r = cli("review.approve", cwd=project)
     assert r.code == 6
     assert "MEDIUM-1 marked FIX, but the change has not moved" in r.stderr
     r = cli("review", cwd=project)
-    assert r.code == 6
+    assert r.code == 0  # an answer about the round, not a failure
     assert "implementation round 1 cannot be approved yet" in r.stderr
     assert "apply the fixes, then plan-build review.repeat" in r.stderr
 
@@ -437,7 +445,7 @@ def test_coderabbit_plain_output_from_an_older_cli(cli, stubs, project: Path) ->
 
     r = cli("review.impl", cwd=project)
 
-    assert r.code == 6
+    assert r.code == 0, r.stderr
     [call] = [c for c in stubs.calls("coderabbit") if c["argv"][0] == "review"]
     assert call["argv"] == ["review", "--plain", "--type", "uncommitted", "--no-color"]
     assert call["cwd"] == str(project)
@@ -517,7 +525,7 @@ def test_an_empty_answer_gets_one_strict_retry_then_fails(cli, stubs, project: P
 def test_an_answer_without_findings_section_is_retried(cli, stubs, project: Path) -> None:
     stubs.rule("codex", codex_rule("Looks good to me!", times=1), codex_rule(PLAN_REVIEW))
     r = cli("review.plan", "--plan", "../plan.md", cwd=project)
-    assert r.code == 6
+    assert r.code == 0, r.stderr
     assert "asking once more" in r.stderr
     wf = only_workflow(project)
     assert (wf / "artifacts" / "plan-review-r1.md").read_text() == PLAN_REVIEW
@@ -560,9 +568,21 @@ def test_another_sessions_workflow_is_left_alone(
     cli, stubs, project: Path, private_home: Path
 ) -> None:
     start_plan_review(cli, stubs, project)
-    claude_session(private_home, project, sid=OTHER_SESSION)  # this process is now someone else
-    stubs.rule("codex", codex_rule(CLEAN))
-    r = cli("review.plan", "--plan", "../plan.md", cwd=project)
+    # another session is another Claude process (the same process under a new id is /clear)
+    other = subprocess.Popen(["sleep", "60"], stdin=subprocess.DEVNULL)
+    try:
+        claude_session(private_home, project, sid=OTHER_SESSION, pid=other.pid)
+        stubs.rule("codex", codex_rule(CLEAN))
+        r = cli(
+            "review.plan",
+            "--plan",
+            "../plan.md",
+            cwd=project,
+            env={"PLAN_BUILD_CLAUDE_PID": str(other.pid)},
+        )
+    finally:
+        other.kill()
+        other.wait()
     assert r.code == 0, r.stderr
     ids = sorted(p.name for p in (project / WORKFLOWS).iterdir())
     assert len(ids) == 2
@@ -615,21 +635,24 @@ def test_corrupt_state_is_reported_and_left_untouched(cli, stubs, project: Path)
     before = tree_bytes(project)
     for command in ("review.status", "review.approve", "review.plan", "review"):
         r = cli(command, cwd=project)
-        assert r.code == 2, (command, r.stderr)
-        assert "is not a valid workflow file" in r.stderr
+        assert r.code == (0 if command == "review.status" else 2), (command, r.stderr)
+        assert f"warning: skipped workflow folder {wf.name}: not JSON" in r.stderr
+    r = cli("review.status", "--workflow", wf.name, cwd=project)  # named: the error itself
+    assert r.code == 2
+    assert "is not a valid workflow file" in r.stderr
     assert tree_bytes(project) == before
 
 
-def test_an_unknown_decision_token_stops_before_anything_is_written(
-    cli, stubs, project: Path
-) -> None:
+def test_an_unknown_decision_word_stops_the_approval_naming_it(cli, stubs, project: Path) -> None:
     wf = start_plan_review(cli, stubs, project)
     decide(wf, "plan", 1, "### HIGH-1\nDecision: MAYBE\n### LOW-1\nDecision: REJECT\n")
-    before = tree_bytes(project)
     r = cli("review.approve", cwd=project)
-    assert r.code == 2
-    assert "plan-findings-r1.md line 2: unknown decision 'MAYBE' for HIGH-1" in r.stderr
-    assert tree_bytes(project) == before
+    assert r.code == 6
+    assert (
+        "HIGH-1 is undecided: 'MAYBE' after 'Decision:' (plan-findings-r1.md line 2) "
+        "is not a decision word" in r.stderr
+    )
+    assert json.loads((wf / "workflow.json").read_text())["phase"] == "plan"
 
 
 def test_a_ledger_with_wrong_columns_is_left_untouched(cli, stubs, project: Path) -> None:
@@ -746,7 +769,7 @@ def test_an_unowned_workflow_is_claimed_by_the_session_that_uses_it(
 ) -> None:
     (repo.parent / "plan.md").write_text(PLAN)
     stubs.rule("codex", codex_rule(PLAN_REVIEW))
-    assert cli("review.plan", "--plan", "../plan.md", cwd=repo).code == 6
+    assert cli("review.plan", "--plan", "../plan.md", cwd=repo).code == 0
     wf = only_workflow(repo)
     assert "owner_session_id" not in json.loads((wf / "workflow.json").read_text())
     claude_session(private_home, repo)

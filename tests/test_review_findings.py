@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.review.findings import (
     CODERABBIT_MARKER,
     Decision,
+    decided,
     decisions,
     extract,
     invalid_reason,
@@ -127,13 +127,16 @@ def test_decision_more_than_eight_lines_below_is_not_seen() -> None:
     assert tokens(review, "### HIGH-1\n" + "context\n" * 7 + "Decision: FIX\n") == {"HIGH-1": "FIX"}
 
 
-def test_an_unknown_token_is_an_error_naming_file_line_and_id() -> None:
-    review = "[HIGH-1] a\n"
-    with pytest.raises(PlanBuildError) as err:
-        tokens(review, "### HIGH-1\n\nDecision: MAYBE later\n")
-    assert err.value.code == ExitCode.USAGE
-    assert "plan-findings-r1.md line 3: unknown decision 'MAYBE' for HIGH-1" in str(err.value)
-    assert "ACCEPT, REJECT, DEFER, FIX, WONTFIX, OPEN" in str(err.value)
+def test_an_unknown_word_leaves_the_finding_undecided_and_keeps_the_word() -> None:
+    found = extract("[HIGH-1] a\n")
+    got = decisions(found, "### HIGH-1\n\n**Decision:** Partially accept\nFIX\n", FINDINGS)
+    d = got["HIGH-1"]
+    assert d is not None
+    assert (d.token, d.line, d.unparsed) == ("OPEN", 3, "Partially accept")
+    assert not decided(d)
+    assert d.describe(FINDINGS) == (
+        "'Partially accept' after 'Decision:' (plan-findings-r1.md line 3) is not a decision word"
+    )
 
 
 def test_the_decision_records_its_line() -> None:

@@ -8,7 +8,14 @@ import json
 from pathlib import Path
 
 from plan_build.review import coderabbit, codex
-from plan_build.review.reviewers import Outcome, RawFinding, classify, duration, heartbeat
+from plan_build.review.reviewers import (
+    Outcome,
+    Progress,
+    RawFinding,
+    classify,
+    duration,
+    heartbeat_every,
+)
 from plan_build.ui import Console
 from tests.support.reviewkit import CLEAN, codex_rule
 
@@ -68,12 +75,19 @@ def test_the_heartbeat_beats_while_codex_runs(stubs, tmp_path: Path) -> None:
     assert beats == sorted(beats)
 
 
-def test_heartbeat_is_a_line_every_30s_without_a_terminal() -> None:
+def test_progress_is_a_line_every_30s_without_a_terminal() -> None:
+    import time
+
     stream = io.StringIO()
-    beat, every = heartbeat(Console(stream=stream, fancy=False), "coderabbit", "reviewing")
-    assert every == 30.0
-    beat(95)
-    assert stream.getvalue() == "  coderabbit  still reviewing · 1m35s\n"
+    progress = Progress(Console(stream=stream, fancy=False), ["coderabbit"])
+    assert progress.every == 30.0
+    progress.started = time.monotonic() - 95
+    progress.render()
+    assert stream.getvalue() == "  coderabbit reviewing · 1m35s\n"
+    assert heartbeat_every({}) == 30.0
+    assert heartbeat_every({"PLAN_BUILD_HEARTBEAT_SEC": "0.5"}) == 0.5
+    for bad in ("nan", "inf", "-1", "0", "soon"):
+        assert heartbeat_every({"PLAN_BUILD_HEARTBEAT_SEC": bad}) == 30.0
 
 
 def test_skipped_or_failed() -> None:

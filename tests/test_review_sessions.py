@@ -141,7 +141,8 @@ def test_claude_codes_session_id_variable_must_match(private_home: Path, procs: 
     with pytest.raises(SessionError) as err:
         resolve(env(private_home, CLAUDE_CODE_SESSION_ID=SID_B), parents=lambda: [claude])
     assert f"this process runs under Claude Code pid {claude}" in err.value.what
-    assert "/clear" in (err.value.fix or "")
+    assert "unset CLAUDE_CODE_SESSION_ID" in (err.value.fix or "")
+    assert "/clear" not in (err.value.fix or "")  # 2.1.332 moves both ids on /clear
 
 
 def test_a_session_id_hint_outside_the_tree_is_found_by_scanning(

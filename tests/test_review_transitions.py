@@ -21,6 +21,7 @@ from plan_build.review.records import ReviewerRun, RoundRecord, save_round, sha2
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.workflow import Workflow, create, load, save
 from plan_build.ui import Console
+from tests.support.reviewkit import CLEAN
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
 WF_ID = "20261130-120000-abcdef"
@@ -40,6 +41,7 @@ def make_ctx(
         config=config.load(repo),
         clock=lambda: NOW,
         find_session=lambda: None,
+        parents=lambda: [],  # no agent above, wherever the suite runs
     )
 
 
@@ -121,7 +123,7 @@ def test_a_skipped_reviewer_is_waived_only_with_confirmation(repo: Path) -> None
     wf, wdir = workflow(repo, "implement")
     ctx = make_ctx(repo, answers=["y"])
     tree = ctx.fingerprint()
-    reviewed(wdir, "implement", 1, "No findings.\n", "Nothing.\n", tree=tree, rabbit="skipped")
+    reviewed(wdir, "implement", 1, CLEAN, "Nothing.\n", tree=tree, rabbit="skipped")
 
     transitions.approve(ctx, wf, wdir)
 
@@ -135,7 +137,7 @@ def test_a_skipped_reviewer_is_waived_only_with_confirmation(repo: Path) -> None
 
 def test_a_plan_edited_after_its_review_cannot_be_approved(repo: Path) -> None:
     wf, wdir = workflow(repo)
-    reviewed(wdir, "plan", 1, "No findings.\n", "Nothing to decide.\n")
+    reviewed(wdir, "plan", 1, CLEAN, "Nothing to decide.\n")
     wdir.plan.write_text("# plan, edited by hand\n")
     with pytest.raises(PlanBuildError) as err:
         transitions.approve(make_ctx(repo), wf, wdir)

@@ -546,7 +546,8 @@ def test_an_agent_session_may_see_the_plan_but_never_runs_it(
 ) -> None:
     r = cli("setup", "--yes", cwd=fresh, env={marker: "1"})
     assert r.code == 4
-    assert f"not an agent session's ({marker} is set)" in r.stderr
+    assert f"runs inside an agent session ({marker} is set)" in r.stderr
+    assert "ask the user to run `plan-build setup`" in r.stderr
     assert plugin_calls(stubs) == []
     assert cli("setup", "--dry-run", cwd=fresh, env={marker: "1"}).code == 0
 

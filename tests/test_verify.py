@@ -152,21 +152,6 @@ def test_secret_that_was_already_there_is_not_blamed(repo: Path) -> None:
     assert "canary caught" in check.detail
 
 
-def test_allowlist_pragma_and_secrets_baseline(session: Path) -> None:
-    key = secretscan.canary_secret()
-    (session / "a.py").write_text(f'k = "{key}"  # pragma: allowlist secret\n')
-    assert by_id(run(session))["secrets.scan"].status == "pass"
-    (session / "b.py").write_text(f'k = "{key}"\n')
-    import hashlib
-
-    digest = hashlib.sha1(key.encode()).hexdigest()  # noqa: S324  (detect-secrets' own hash)
-    (session / ".secrets.baseline").write_text(
-        json.dumps({"results": {"b.py": [{"hashed_secret": digest, "type": "AWS Access Key"}]}})
-    )
-    check = by_id(run(session))["secrets.scan"]
-    assert check.status == "pass", check.detail
-
-
 def test_scan_never_opens_a_network_connection(
     session: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -45,7 +45,21 @@ class StrictArgument(Argument):
         if self.raw_value is not None and not self.kind is list:  # noqa: E714
             flag = "--" + self.name.replace("_", "-") if self.name else "option"
             raise ParseError(f"{flag} was given more than once")
-        super().set_value(value, cast=cast)
+        try:
+            super().set_value(value, cast=cast)
+        except ValueError:  # int("many"): invoke would let it escape as an internal error
+            from plan_build import errors
+
+            flag = "--" + self.name.replace("_", "-") if self.name else "option"
+            if self.kind is not int:
+                raise errors.usage(
+                    f"{flag} cannot take {value!r}", f"see {flag} in --help"
+                ) from None
+            example = self.default if isinstance(self.default, int) else 1
+            raise errors.usage(
+                f"{flag} must be a whole number (got {value!r})",
+                f"give a number, e.g. {flag} {example}",
+            ) from None
 
 
 class StrictTask(Task[Any]):

@@ -46,3 +46,56 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def _within(path: Path, top: Path) -> bool:
+    return path == top or top in path.parents
+
+
+def confine(path: Path, root: Path, *, forbid: Path | None = None) -> Path:
+    """`path`, once no part of it between `root` and its end is a symbolic link leading out of
+    `root` (or into `forbid`, the repository's .git); else refuse, naming the link.
+
+    A repository's content (a committed `.claude -> /elsewhere`) must never steer where
+    plan-build writes or which other project's files it reads. Links that stay inside are
+    followed. Raises PlanBuildError (exit 6) before anything is written.
+    """
+    from plan_build.errors import ExitCode, PlanBuildError
+
+    top = root.resolve()
+    banned = forbid.resolve() if forbid is not None else None
+    absolute = path if path.is_absolute() else root / path
+    try:
+        parts = absolute.relative_to(root).parts
+    except ValueError:
+        try:
+            parts = absolute.resolve().relative_to(top).parts
+        except ValueError:
+            parts = ()
+        if not parts and absolute.resolve() != top:
+            raise PlanBuildError(
+                f"{path} is outside {root}; plan-build writes only inside it",
+                "run plan-build from inside the repository it acts on",
+                code=ExitCode.BLOCKED,
+            ) from None
+        absolute = top.joinpath(*parts)
+        root = top
+    current = root
+    for part in parts:
+        current = current / part
+        if not current.is_symlink():
+            continue
+        target = current.resolve()
+        if not _within(target, top):
+            where = "outside the repository"
+        elif banned is not None and _within(target, banned):
+            where = "into the repository's .git"
+        else:
+            continue
+        raise PlanBuildError(
+            f"{current} is a symbolic link to {target}, {where}; plan-build does not write "
+            "or read through it",
+            f"remove the link (or replace it with a real directory): rm {current}",
+            code=ExitCode.BLOCKED,
+        )
+    return absolute

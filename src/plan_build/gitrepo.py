@@ -59,6 +59,19 @@ class Repo:
         """plan-build's metadata, shared by all worktrees and surviving worktree removal."""
         return self.common_dir / "plan-build"
 
+    def inside(self, path: Path) -> Path:
+        """`path` in the work tree, refused when a symlink on the way leads out of it or into
+        .git (fsutil.confine)."""
+        from plan_build.fsutil import confine
+
+        return confine(path, self.root, forbid=self.common_dir)
+
+    def in_state(self, path: Path) -> Path:
+        """`path` under the git directory, refused when a symlink on the way leads out of it."""
+        from plan_build.fsutil import confine
+
+        return confine(path, self.common_dir)
+
     def head(self) -> str | None:
         r = self.git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
         return r.stdout.strip() or None

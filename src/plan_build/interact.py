@@ -1,7 +1,11 @@
 """The one place plan-build asks the user something.
 
 Every gate names what happens on yes, defaults to the safe answer and accepts the first
-letter. Without a terminal nothing is ever approved: the gate stops with exit 4.
+letter. Without a terminal nothing is ever approved: the gate stops with exit 4. Inside an
+agent session nothing is approved either, terminal or not: `require_person` refuses when the
+environment carries Claude Code's or Codex's markers or when any ancestor process is Claude
+Code or Codex (an agent can fake a terminal with `script` and unset variables, but it cannot
+unset its own ancestry without leaving the tree; docs/verify.md says what remains).
 """
 
 from __future__ import annotations
@@ -10,12 +14,21 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TextIO
 
 from plan_build.errors import ExitCode, PlanBuildError
+
+# Set by Claude Code and Codex in the commands they run.
+AGENT_MARKERS = ("CLAUDECODE", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED")
+# Programs whose descendants are agents, by the names a process goes by (proctree.describe).
+AGENT_PROGRAMS = {"claude": "Claude Code", "codex": "Codex"}
+OUTSIDE = (
+    "in a terminal outside Claude Code or Codex; a `!` line in Claude does not count "
+    "(it runs inside Claude, without a terminal)"
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,73 @@ def no_terminal(question: str) -> PlanBuildError:
         "run the command again from an interactive terminal",
         code=ExitCode.APPROVAL,
     )
+
+
+@dataclass(frozen=True)
+class Presence:
+    """Whether this process runs inside an agent, and what was checked to say so."""
+
+    reason: str | None  # why it is an agent's, or None
+    how: str  # what was checked, for approval records
+
+
+def agent_presence(
+    env: Mapping[str, str], *, parents: Callable[[], list[int]] | None = None
+) -> Presence:
+    """An agent's environment marker, or an ancestor that is Claude Code or Codex (by its
+    names, or by a live Claude Code session file for its pid)."""
+    marker = next((k for k in AGENT_MARKERS if env.get(k)), None)
+    if marker is not None:
+        return Presence(f"{marker} is set", "environment")
+    from plan_build import proctree
+    from plan_build.review import sessions
+
+    chain = (parents or proctree.ancestors)()
+    directory = sessions.sessions_dir(env)
+    for pid in chain:
+        found = proctree.describe(pid)
+        program = next((AGENT_PROGRAMS[n] for n in found.names if n in AGENT_PROGRAMS), None)
+        if program is None and sessions.live_file(directory, pid):
+            program = "Claude Code"
+        if program is not None:
+            name = found.names[0] if found.names else "?"
+            return Presence(f"ancestor process {pid} ({name}) is {program}", "process tree")
+    how = (
+        f"on a terminal; no {'/'.join(AGENT_MARKERS[:2])}* in the environment and no Claude "
+        f"Code or Codex among {len(chain)} ancestor processes"
+    )
+    return Presence(None, how)
+
+
+def agent_refusal(what: str, command: str, reason: str) -> PlanBuildError:
+    """The refusal an agent reads: it cannot approve, so it must ask the user."""
+    return PlanBuildError(
+        f"{what} needs the user's own approval, and this runs inside an agent session ({reason})",
+        f"ask the user to run `{command}` {OUTSIDE}",
+        code=ExitCode.APPROVAL,
+    )
+
+
+def require_person(
+    env: Mapping[str, str],
+    *,
+    what: str,
+    command: str,
+    parents: Callable[[], list[int]] | None = None,
+) -> str:
+    """Refuse (exit 4) inside an agent session; else say how that was confirmed. Every
+    approval gate calls this before it asks."""
+    found = agent_presence(env, parents=parents)
+    if found.reason is not None:
+        raise agent_refusal(what, command, found.reason)
+    return found.how
+
+
+def next_command(env: Mapping[str, str], command: str) -> str:
+    """`next: <command>` for a person, `next: ask the user to run <command>` for an agent."""
+    if agent_presence(env).reason is not None:
+        return f"next: ask the user to run {command} {OUTSIDE}"
+    return f"next: {command}"
 
 
 def render_choices(choices: Sequence[Choice], default: str) -> str:
@@ -69,6 +149,13 @@ def match_choice(answer: str, choices: Sequence[Choice], default: str) -> str | 
     return None
 
 
+def _refuse_inside_agent(question: str) -> None:
+    """Whatever the caller checked: a question on a terminal is never answered by an agent."""
+    found = agent_presence(os.environ)
+    if found.reason is not None:
+        raise agent_refusal(f"answering {question!r}", "the same plan-build command", found.reason)
+
+
 @dataclass
 class TerminalInteraction:
     """Asks on the terminal: questions on stderr, answers from stdin."""
@@ -95,6 +182,7 @@ class TerminalInteraction:
     def choose(self, question: str, choices: Sequence[Choice], default: str) -> str:
         if not self.interactive:
             raise no_terminal(question)
+        _refuse_inside_agent(question)
         while True:
             line = self._ask(f"{question} {render_choices(choices, default)} ")
             if line is None:
@@ -111,6 +199,7 @@ class TerminalInteraction:
     def edit(self, text: str, *, suffix: str = ".md") -> str:
         if not self.interactive:
             raise no_terminal("edit text")
+        _refuse_inside_agent("edit text")
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
         if not editor:
             raise PlanBuildError(

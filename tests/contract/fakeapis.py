@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -162,6 +163,8 @@ class ResponsesApi(_LoopbackApi):
         self.scenario: Scenario = "reply"
         self.reply = "MOCK-REPLY: done"
         self.commands: list[str] = []  # shell commands Codex is asked to run before replying
+        # called while the turn is open, just before the reply: something a user does meanwhile
+        self.before_reply: Callable[[], None] | None = None
 
     @property
     def base_url(self) -> str:
@@ -224,6 +227,8 @@ class ResponsesApi(_LoopbackApi):
             }
             h.send(200, "text/event-stream", self._stream(call))
             return
+        if self.before_reply is not None:
+            self.before_reply()
         message = {
             "type": "message",
             "id": "msg_contract",

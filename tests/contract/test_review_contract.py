@@ -17,7 +17,7 @@ from plan_build.resources import locate
 from plan_build.review import prompts
 from tests.contract.conftest import Agents
 from tests.contract.fakeapis import ResponsesApi
-from tests.support.reviewkit import CLEAN, PLAN_REVIEW, only_workflow
+from tests.support.reviewkit import CLEAN, PLAN_REVIEW, WORKFLOWS, only_workflow
 
 pytestmark = pytest.mark.contract
 
@@ -52,7 +52,7 @@ def test_a_plan_round_sends_the_rendered_prompt_and_records_codexs_findings(
     codex_api.reply = PLAN_REVIEW
     r = cli("review.plan", "--plan", "../plan.md", "--focus", FOCUS, cwd=project)
 
-    assert r.code == 6, r.stderr  # findings wait for decisions
+    assert r.code == 0, r.stderr  # reviewed; the findings wait for decisions (ADR 0046)
     assert "codex       2 findings (1 high, 1 low)" in r.stderr
     wf = only_workflow(project)
     [turn] = codex_api.turns()
@@ -69,6 +69,33 @@ def test_a_plan_round_sends_the_rendered_prompt_and_records_codexs_findings(
     assert not (wf / ".lock").exists()  # the -o file lived in the lock and went with it
     status = json.loads(cli("review.status", "--json", cwd=project).stdout)
     assert (status["phase"], status["round"]) == ("plan", 1)
+
+
+def test_decisions_written_while_codex_reviews_never_make_the_round_clean(
+    cli: Any, project: Path, codex_api: ResponsesApi
+) -> None:
+    """Issue 12 item 5: a findings file written while the real Codex turn is still open (Claude
+    backgrounded the review and carried on) does not decide the round's verdict."""
+
+    def decide_meanwhile() -> None:
+        [wf] = (project / WORKFLOWS).iterdir()
+        (wf / "artifacts" / "plan-findings-r1.md").write_text("### HIGH-1\nDecision: ACCEPT\n")
+
+    codex_api.reply = PLAN_REVIEW
+    codex_api.before_reply = decide_meanwhile
+
+    r = cli("review.plan", "--plan", "../plan.md", "--focus", FOCUS, cwd=project)
+
+    assert r.code == 0, r.stderr
+    assert "no findings and every reviewer ran" not in r.stderr
+    assert "plan round 1 finished with 2 findings" in r.stderr
+    assert "plan-findings-r1.md was written before this review finished" in r.stderr
+    assert "findings without a decision: LOW-1" in r.stderr
+    status = json.loads(cli("review.status", "--json", cwd=project).stdout)
+    approve = cli("review.approve", cwd=project)
+    assert approve.code == 6
+    assert status["blocking"] == ["findings without a decision: LOW-1"]
+    assert "findings without a decision: LOW-1" in approve.stderr
 
 
 def test_a_prompt_too_long_for_one_argument_reaches_codex_through_stdin(

@@ -3,6 +3,7 @@ milliseconds, and readers that check what a bound run would see."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -179,3 +180,113 @@ class FileServer:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+# ------------------------------------------------------------------- oversized archives
+
+ZERO_BLOCK = 1 << 24  # 16 MiB of zeros, compressed once and repeated
+
+
+@functools.cache
+def _zero_member() -> bytes:
+    import gzip
+
+    return gzip.compress(bytes(ZERO_BLOCK), compresslevel=9, mtime=0)
+
+
+def bomb_tar(target: Path, members: list[tuple[tarfile.TarInfo, bytes | int]]) -> Path:
+    """A .tar or .tar.gz whose members' data is bytes or a count of zero bytes.
+
+    The zeros are never held or written: a plain .tar gets a hole (a sparse file), a .tar.gz
+    gets one gzip member of 16 MiB of zeros repeated (gzip readers join members), so an archive
+    holding a 2 GiB member costs milliseconds and about 2 MB to make.
+    """
+    import gzip
+
+    pieces: list[bytes | int] = []
+    for info, data in members:
+        info.size = data if isinstance(data, int) else len(data)
+        pieces.append(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+        pieces.append(data)
+        pieces.append(bytes(-info.size % 512))
+    pieces.append(bytes(1024))  # end of archive
+    zipped = target.name.endswith(".gz")
+    with target.open("wb") as out:
+        for piece in pieces:
+            if isinstance(piece, bytes):
+                out.write(gzip.compress(piece, mtime=0) if zipped else piece)
+            elif zipped:
+                full, rest = divmod(piece, ZERO_BLOCK)
+                out.write(_zero_member() * full)
+                out.write(gzip.compress(bytes(rest), mtime=0))
+            else:
+                out.seek(piece, os.SEEK_CUR)
+        out.truncate()
+    return target
+
+
+def file_member(name: str, mode: int = 0o644) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.mode = mode
+    return info
+
+
+def bundle_members(
+    files: dict[str, bytes], top: str = "bundle"
+) -> list[tuple[tarfile.TarInfo, bytes | int]]:
+    """A valid bundle's members (manifest included), ready for bomb_tar."""
+    everything = {**files, "MANIFEST.sha256": manifest_text(files).encode()}
+    return [(file_member(f"{top}/{rel}"), everything[rel]) for rel in sorted(everything)]
+
+
+def zip_bomb(entries: dict[str, bytes], huge: str, size: int) -> bytes:
+    """A stored-entries zip plus one deflated entry `huge` that inflates to `size` zeros.
+
+    The deflate stream is one fully flushed 16 MiB block of zeros repeated, so it is written
+    in milliseconds; its CRC is not that of the zeros (a reader that gets that far has
+    already inflated everything).
+    """
+    import struct
+    import zlib
+
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = compressor.compress(bytes(ZERO_BLOCK)) + compressor.flush(zlib.Z_FULL_FLUSH)
+    tail = zlib.compressobj(9, zlib.DEFLATED, -15)
+    full, rest = divmod(size, ZERO_BLOCK)
+    deflated = block * full + tail.compress(bytes(rest)) + tail.flush()
+    records = [
+        (name.encode(), 0, zlib.crc32(data), data, len(data)) for name, data in entries.items()
+    ]
+    records.append((huge.encode(), 8, 0, deflated, size))
+    body, central = b"", b""
+    for name, method, crc, data, usize in records:
+        offset = len(body)
+        body += struct.pack(
+            "<4s5H3L2H", b"PK\x03\x04", 20, 0, method, 0, 0x21, crc, len(data), usize, len(name), 0
+        )
+        body += name + data
+        central += struct.pack(
+            "<4s6H3L5H2L",
+            b"PK\x01\x02",
+            20,
+            20,
+            0,
+            method,
+            0,
+            0x21,
+            crc,
+            len(data),
+            usize,
+            len(name),
+            0,
+            0,
+            0,
+            0,
+            0o100644 << 16,
+            offset,
+        )
+        central += name
+    end = struct.pack(
+        "<4s4H2LH", b"PK\x05\x06", 0, 0, len(records), len(records), len(central), len(body), 0
+    )
+    return body + central + end

@@ -63,6 +63,7 @@ class Baseline:
     mode: str | None = None  # "standard" / "architect" when the launcher knew it
     committed: str | None = None  # the commit plan-build made for this session, once made
     committed_at: str | None = None
+    approved: str | None = None  # how the commit's approval was confirmed (never an agent)
 
     @property
     def ref(self) -> str:
@@ -244,7 +245,8 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
 
 def save(repo: Repo, base: Baseline) -> None:
     fsutil.atomic_write(
-        meta_path(repo, base.id), json.dumps(base.as_json(), indent=2, sort_keys=True) + "\n"
+        repo.in_state(meta_path(repo, base.id)),
+        json.dumps(base.as_json(), indent=2, sort_keys=True) + "\n",
     )
 
 
@@ -337,9 +339,11 @@ def current(repo: Repo, env: Mapping[str, str], *, allow_committed: bool = False
     return base
 
 
-def mark_committed(repo: Repo, base: Baseline, commit: str) -> Baseline:
+def mark_committed(
+    repo: Repo, base: Baseline, commit: str, *, approved: str | None = None
+) -> Baseline:
     """Record the session's one commit and drop its pin (the baseline has served its purpose)."""
-    done = replace(base, committed=commit, committed_at=now_utc())
+    done = replace(base, committed=commit, committed_at=now_utc(), approved=approved)
     save(repo, done)
     repo.git("update-ref", "-d", base.ref, base.pin, check=False)
     return done

@@ -30,7 +30,7 @@ from plan_build.delivery.baseline import ZERO_OID, Baseline
 from plan_build.delivery.intended import Change, Entry, display_path
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
-from plan_build.interact import Interaction, no_terminal
+from plan_build.interact import Interaction, no_terminal, require_person
 from plan_build.ui import Console
 
 # --- review gate (seam) -----------------------------------------------------------------
@@ -408,6 +408,8 @@ def require_verified(repo: Repo, base: Baseline, tree: str) -> dict[str, Any]:
         )
     if not record.get("ok"):
         failed = [c["id"] for c in record.get("checks", []) if c.get("status") == "fail"]
+        if failed and set(failed) <= verify_mod.ACCEPTABLE_AT_COMMIT:
+            return record  # the user decides at the approval (accept_allowlisted)
         raise PlanBuildError(
             f"verification failed for this change ({', '.join(failed) or 'see plan-build verify'})",
             "fix what plan-build verify reports and run it again",
@@ -456,10 +458,11 @@ def run(
     console: Console,
     env: Mapping[str, str],
     message: str | None = None,
+    parents: Callable[[], list[int]] | None = None,
 ) -> Outcome:
     """Make the session's one commit, after every check and the user's approval."""
     message = _check_message(message)
-    _refuse_agent(env)
+    how = require_person(env, what="the commit", command=COMMAND, parents=parents)
     with repo_lock(repo):
         recovered = recover(repo, base)
         if recovered is not None:
@@ -473,6 +476,7 @@ def run(
         if message is None:
             message = _ask_message(ui, plan)
         show_summary(console, plan, record, review, message)
+        accepted = accept_allowlisted(ui, console, record)
         where = base.branch or "detached HEAD"
         if not ui.confirm(f"Create this commit on {where}? Nothing is pushed.", default=False):
             raise PlanBuildError(
@@ -486,22 +490,77 @@ def run(
                 "run plan-build verify and plan-build commit again",
                 code=ExitCode.BLOCKED,
             )
-        return _publish(repo, plan, message, env)
+        save_approval(repo, plan, record, review, accepted, how=how)
+        return _publish(repo, plan, message, env, how)
 
 
-# Set by Claude Code and Codex in the commands they run. Their shells have no terminal, so the
-# approval could not be asked anyway; refusing up front also covers an agent that fakes one.
-AGENT_MARKERS = ("CLAUDECODE", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED")
-
-
-def _refuse_agent(env: Mapping[str, str]) -> None:
-    marker = next((k for k in AGENT_MARKERS if env.get(k)), None)
-    if marker is not None:
+def accept_allowlisted(
+    ui: Interaction, console: Console, record: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """Ask the user (at the terminal; agents were refused earlier) to accept the suspected
+    secrets that an allowlist pragma in the change silences. Returns what was accepted."""
+    failed = {c.get("id") for c in record.get("checks", []) if c.get("status") == "fail"}
+    if "secrets.allowlisted" not in failed:
+        return []
+    items = [i for i in record.get("allowlisted", []) if isinstance(i, dict)]
+    console.say("  suspected secrets silenced by an allowlist pragma in the change:")
+    for i in items[:50]:
+        console.say(f"    {display_path(str(i.get('path')))}:{i.get('line')} ({i.get('type')})")
+    if len(items) > 50:
+        console.say(f"    … and {len(items) - 50} more")
+    question = (
+        "Accept the allowlisted finding(s) above as not secrets, recording that in the "
+        "commit's approval record?"
+    )
+    if not ui.confirm(question, default=False):
         raise PlanBuildError(
-            f"the commit is approved by you, not by an agent session ({marker} is set)",
-            "run plan-build commit yourself, in your own terminal",
+            "the allowlisted suspected secrets were not accepted; nothing was committed",
+            "take them out of the change (or keep the pragma and accept them), then run "
+            "plan-build verify and plan-build commit again",
             code=ExitCode.APPROVAL,
         )
+    return items
+
+
+def approval_path(repo: Repo, session_id: str) -> Path:
+    return baseline_mod.sessions_dir(repo) / session_id / "commit-approval.json"
+
+
+def save_approval(
+    repo: Repo,
+    plan: Plan,
+    record: Mapping[str, Any],
+    review: str,
+    accepted: list[dict[str, Any]],
+    *,
+    how: str,
+) -> None:
+    """The commit's approval record: what the user approved at the terminal, and which
+    allowlisted findings they accepted. Written before HEAD moves."""
+    base = plan.base
+    fsutil.atomic_write(
+        approval_path(repo, base.id),
+        json.dumps(
+            {
+                "session": base.id,
+                "approved_at": baseline_mod.now_utc(),
+                "branch": base.branch,
+                "head": base.head,
+                "tree": plan.change.tree,
+                "commit_tree": plan.new_tree,
+                "verified_at": record.get("when"),
+                "review": review,
+                "confirmed_on_terminal": True,
+                "confirmed_how": how,
+                "accepted_allowlisted": accepted,
+            },
+            indent=2,
+        )
+        + "\n",
+    )
+
+
+COMMAND = 'plan-build commit --message "…"'
 
 
 def _check_message(message: str | None) -> str | None:
@@ -555,7 +614,9 @@ def _ask_message(ui: Interaction, plan: Plan) -> str:
     return message
 
 
-def _publish(repo: Repo, plan: Plan, message: str, env: Mapping[str, str]) -> Outcome:
+def _publish(
+    repo: Repo, plan: Plan, message: str, env: Mapping[str, str], how: str | None = None
+) -> Outcome:
     base = plan.base
     args = ["commit-tree", plan.new_tree]
     if base.head:
@@ -606,7 +667,7 @@ def _publish(repo: Repo, plan: Plan, message: str, env: Mapping[str, str]) -> Ou
                 "run plan-build commit again: it only finishes the index update",
                 code=ExitCode.BLOCKED,
             ) from exc
-        baseline_mod.mark_committed(repo, base, commit)
+        baseline_mod.mark_committed(repo, base, commit, approved=how)
         pending.unlink(missing_ok=True)
     return Outcome(commit, base.branch, plan, message, interrupted=bool(caught))
 

@@ -297,8 +297,10 @@ def parse_added(diff: bytes) -> dict[str, list[tuple[int, str]]]:
 
 
 def added_lines(repo: Repo, old: str, new: str) -> dict[str, list[tuple[int, str]]]:
-    """The lines the change adds, per path (binary files have none)."""
-    diff = git_bytes(repo, "diff", "-U0", *DIFF_OPTS, old, new)
+    """The lines the change adds, per path, binary files included: `--text` (with
+    `--no-textconv`) means no attribute (`binary`, `-diff`, a diff driver) and no
+    `core.bigFileThreshold` can hide a file's content from the checks that read it."""
+    diff = git_bytes(repo, "diff", "-U0", "--text", *DIFF_OPTS, old, new)
     return parse_added(diff)
 
 

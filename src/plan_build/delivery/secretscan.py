@@ -1,16 +1,25 @@
-"""Offline secret scanning of added lines, through detect-secrets' Python API.
+"""Offline secret scanning of the lines a change adds, with detect-secrets' plugins.
 
-Only lines the change adds are scanned, so a secret that was already in a file is not blamed
-on the session. The scan never touches the network: detect-secrets' CLI would ask vendors'
-APIs to confirm candidates unless told not to; its Python API under `default_settings()` has
-no verification filter, and any such filter is removed here anyway. A clean result counts only
-after a canary (a synthetic AWS key built at run time, so this source holds none) was caught by
-the very same code path. A line marked `pragma: allowlist secret` is skipped (detect-secrets'
-own rule), and secrets recorded in a committed `.secrets.baseline` are not reported again.
+What is scanned: every line the intended change adds, as git's diff of the two snapshot trees
+gives them with `--text --no-textconv --no-ext-diff` (`intended.added_lines`), so neither
+`.gitattributes` (`binary`, `-diff`, a textconv driver) nor `core.bigFileThreshold` can hide a
+file. A secret that was already in a file is not blamed on the session.
 
-detect-secrets 1.5.0 is pinned exactly: `_process_line_based_plugins` is the function its own
-`scan_diff` uses per file (that one needs `unidiff`, which we do not install); the canary
-catches an upgrade that breaks it.
+The rules, through the shared scanner in `plan_build.redact` (detect-secrets' plugins and
+filters, called directly; never online):
+- a source file: every default plugin and filter;
+- a file detect-secrets skips by name to cut noise (lock files, swagger files, `.css`, `.png`
+  and other "non-text" extensions), `.secrets.baseline` itself, and binary content (a NUL
+  byte in an added line, scanned as its printable runs): the pattern plugins only, so a token
+  is still found while integrity hashes and random bytes are not;
+- a secret recorded in `.secrets.baseline` as committed in the baseline's HEAD is accepted;
+  the work tree's copy is part of the change and accepts nothing;
+- a secret that `pragma: allowlist secret` on its line (or `pragma: allowlist nextline
+  secret` on the line before) would silence is reported as allowlisted: an agent can write a
+  pragma as easily as a secret, so only the user can accept it, at the commit.
+
+A clean result counts only after a canary (a synthetic AWS key built at run time, so this
+source holds none) was caught by the very same code path.
 """
 
 from __future__ import annotations
@@ -18,12 +27,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 CANARY_PATH = "plan-build-canary.txt"
 BASELINE_FILE = ".secrets.baseline"
+MAX_BASELINE_BYTES = 16 * 1024 * 1024
+# Printable runs inside binary content: what a token embedded in a binary file looks like.
+_PRINTABLE = re.compile(r"[^\x00-\x08\x0a-\x1f\x7f\ufffd]{8,}")
 
 
 @dataclass(frozen=True)
@@ -31,6 +44,12 @@ class Finding:
     path: str
     line: int
     type: str
+    allowlisted: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        from plan_build.delivery.intended import path_json
+
+        return {"path": path_json(self.path), "line": self.line, "type": self.type}
 
 
 class ScannerUnavailable(Exception):
@@ -55,65 +74,97 @@ def canary_diff() -> bytes:
     ).encode()
 
 
-def _known_hashes(root: Path | None) -> dict[str, set[str]]:
-    """Secrets a committed `.secrets.baseline` already accepts, per file."""
-    if root is None:
+def accepted_hashes(data: bytes | None) -> dict[str, set[str]]:
+    """Secrets a committed `.secrets.baseline` accepts, per file (its bytes as in HEAD)."""
+    if not data or len(data) > MAX_BASELINE_BYTES:
         return {}
-    path = root / BASELINE_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        results = data.get("results", {})
+        parsed = json.loads(data.decode("utf-8"))
+        results = parsed.get("results", {})
         return {
-            name: {str(r.get("hashed_secret")) for r in rows if isinstance(r, dict)}
+            str(name): {str(r.get("hashed_secret")) for r in rows if isinstance(r, dict)}
             for name, rows in results.items()
             if isinstance(rows, list)
         }
-    except (OSError, ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return {}
 
 
-def scan(
-    added: Mapping[str, Sequence[tuple[int, str]]], *, root: Path | None = None
-) -> list[Finding]:
-    """Potential secrets in the added lines, per path. Raises ScannerUnavailable."""
+def _engine() -> Any:
+    from plan_build import redact
+
     try:
-        from detect_secrets.core import scan as ds_scan
-        from detect_secrets.settings import default_settings
+        return redact.engine()
     except ImportError as exc:  # pragma: no cover - a pinned dependency
         raise ScannerUnavailable(f"detect-secrets cannot be imported ({exc})") from exc
-    process = getattr(ds_scan, "_process_line_based_plugins", None)
-    filtered_out = getattr(ds_scan, "_is_filtered_out", None)
-    if process is None or filtered_out is None:  # pragma: no cover - guarded by the pin
-        raise ScannerUnavailable("this detect-secrets version lacks the line-scanning API")
-    known = _known_hashes(root)
+    except (AttributeError, TypeError, StopIteration) as exc:  # pragma: no cover - the pin
+        raise ScannerUnavailable(f"this detect-secrets version does not fit ({exc})") from exc
+
+
+def scan(
+    added: Mapping[str, Sequence[tuple[int, str]]],
+    *,
+    accepted: bytes | None = None,
+    line_before: Callable[[str, int], str] | None = None,
+) -> list[Finding]:
+    """Suspected secrets in the added lines, per path. Raises ScannerUnavailable.
+
+    `accepted` is `.secrets.baseline` as committed before the session; `line_before(path, n)`
+    is line n-1 of the new file, asked only when a finding's previous line was not added (a
+    `nextline` pragma may sit there).
+    """
+    scanner = _engine()
+    known = accepted_hashes(accepted)
     findings: list[Finding] = []
-    with default_settings() as settings:
-        # Paths are repository paths, not files under the cwd; and never verify online.
-        unwanted = [
-            name
-            for name in settings.filters
-            if name.endswith(".is_invalid_file") or "verification" in name
-        ]
-        if unwanted:
-            settings.disable_filters(*unwanted)
-        for path, lines in added.items():
-            if path == BASELINE_FILE or not lines:
-                continue  # the baseline holds hashes of accepted secrets, as detect-secrets does
-            if filtered_out(required_filter_parameters=["filename"], filename=path):
-                continue
-            for secret in process(list(lines), filename=path):
-                if secret.secret_hash in known.get(path, set()):
-                    continue
-                findings.append(Finding(path, int(secret.line_number), str(secret.type)))
-    return sorted(set(findings), key=lambda f: (f.path, f.line, f.type))
+    for path, lines in added.items():
+        if not lines:
+            continue
+        by_no = {no: text.rstrip() for no, text in lines}
+        binary = any("\0" in text for _, text in lines)
+        patterns_only = binary or path == BASELINE_FILE or scanner.noisy_name(path)
+        numbers: list[int] = []
+        texts: list[str] = []
+        for no, text in lines:
+            for piece in _PRINTABLE.findall(text) if binary else [text.rstrip()]:
+                numbers.append(no)
+                texts.append(piece)
+
+        def previous(
+            i: int, path: str = path, by_no: dict[int, str] = by_no, numbers: list[int] = numbers
+        ) -> str:
+            no = numbers[i]
+            if no - 1 in by_no:
+                return by_no[no - 1]
+            return line_before(path, no).rstrip() if line_before is not None and no > 1 else ""
+
+        accepted_here = known.get(path, set())
+        for i, hit in scanner.scan_lines(
+            path, texts, patterns_only=patterns_only, previous=previous
+        ):
+            if hit.secret_hash not in accepted_here:
+                findings.append(Finding(path, numbers[i], hit.type, hit.allowlisted))
+    return sorted(set(findings), key=lambda f: (f.path, f.line, f.type, f.allowlisted))
 
 
 def canary_caught() -> bool:
     """True when the scanner finds the canary through the same diff parsing and scan path."""
     from plan_build.delivery.intended import parse_added
 
-    found = scan(parse_added(canary_diff()))
-    return any(f.path == CANARY_PATH and f.type == "AWS Access Key" for f in found)
+    try:
+        found = scan(parse_added(canary_diff()))
+    except RuntimeError:  # the plugin set lacks what the canary needs: not a clean scanner
+        return False
+    return any(
+        f.path == CANARY_PATH and f.type == "AWS Access Key" and not f.allowlisted for f in found
+    )
 
 
-__all__ = ["Finding", "ScannerUnavailable", "canary_caught", "canary_secret", "scan"]
+__all__ = [
+    "BASELINE_FILE",
+    "Finding",
+    "ScannerUnavailable",
+    "accepted_hashes",
+    "canary_caught",
+    "canary_secret",
+    "scan",
+]

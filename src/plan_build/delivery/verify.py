@@ -14,11 +14,11 @@ import posixpath
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from plan_build import checks, fsutil, proc, snapshot
+from plan_build import checks, fsutil, proc, redact, snapshot
 from plan_build.checks import Check
 from plan_build.config import FILENAME, Config
 from plan_build.delivery import baseline as baseline_mod
@@ -45,6 +45,8 @@ DOCUMENTS = RECORDS + HANDOVER
 MODES = ("standard", "architect")
 DEFAULT_COMMAND_TIMEOUT = 1800.0
 MAX_SHOWN = 8
+# Failing checks that `commit` lets the user accept at its approval (never an agent).
+ACCEPTABLE_AT_COMMIT = frozenset({"secrets.allowlisted"})
 
 Progress = Callable[[str], None]
 
@@ -135,6 +137,7 @@ class Report:
     change: Change
     checks: list[Check]
     when: str
+    allowlisted: tuple[secretscan.Finding, ...] = ()  # for the user to accept at commit
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -143,6 +146,7 @@ class Report:
             "mode": self.mode,
             "change": self.change.as_json(),
             "checks": checks.to_json(self.checks),
+            "allowlisted": [f.as_json() for f in self.allowlisted],
         }
 
 
@@ -153,7 +157,8 @@ def record_path(repo: Repo, session_id: str) -> Path:
 def save_record(repo: Repo, report: Report) -> None:
     data = {**report.as_json(), "when": report.when}
     fsutil.atomic_write(
-        record_path(repo, report.change.baseline.id), json.dumps(data, indent=2) + "\n"
+        repo.in_state(record_path(repo, report.change.baseline.id)),
+        json.dumps(data, indent=2) + "\n",
     )
 
 
@@ -203,34 +208,100 @@ def check_diff(repo: Repo, change: Change) -> Check:
     )
 
 
-def check_secrets(added: Mapping[str, Sequence[tuple[int, str]]], root: Path) -> Check:
+def check_secrets(
+    added: Mapping[str, Sequence[tuple[int, str]]],
+    *,
+    accepted: bytes | None = None,
+    line_before: Callable[[str, int], str] | None = None,
+) -> tuple[list[Check], list[secretscan.Finding]]:
+    """`secrets.scan`, plus `secrets.allowlisted` when a pragma in the change silences a
+    finding; and those silenced findings, for the commit's approval."""
     total = sum(len(v) for v in added.values())
     try:
         if not secretscan.canary_caught():
-            return Check(
+            return [
+                Check(
+                    "secrets.scan",
+                    "fail",
+                    "the secret scanner missed its canary key, so a clean result cannot be trusted",
+                    "reinstall plan-build (detect-secrets==1.5.0 is required)",
+                )
+            ], []
+        found = secretscan.scan(added, accepted=accepted, line_before=line_before)
+    except secretscan.ScannerUnavailable as exc:
+        return [
+            Check(
+                "secrets.scan",
+                "warn",
+                f"not available: {exc}",
+                "reinstall plan-build so detect-secrets is importable",
+            )
+        ], []
+    hard = [f for f in found if not f.allowlisted]
+    silenced = [f for f in found if f.allowlisted]
+
+    def where(items: list[secretscan.Finding]) -> str:
+        return _shown([f"{display_path(f.path)}:{f.line} ({f.type})" for f in items])
+
+    if hard:
+        rows = [
+            Check(
                 "secrets.scan",
                 "fail",
-                "the secret scanner missed its canary key, so a clean result cannot be trusted",
-                "reinstall plan-build (detect-secrets==1.5.0 is required)",
+                f"{len(hard)} suspected secret(s): {where(hard)}",
+                "take them out of the change (read them from the environment or a secret "
+                "store); a false positive belongs in a .secrets.baseline committed before the "
+                "session",
             )
-        found = secretscan.scan(added, root=root)
-    except secretscan.ScannerUnavailable as exc:
-        return Check(
-            "secrets.scan",
-            "warn",
-            f"not available: {exc}",
-            "reinstall plan-build so detect-secrets is importable",
+        ]
+    else:
+        rows = [
+            Check("secrets.scan", "pass", f"no secrets in {total} added line(s); canary caught")
+        ]
+    if silenced:
+        rows.append(
+            Check(
+                "secrets.allowlisted",
+                "fail",
+                f"{len(silenced)} suspected secret(s) silenced by an allowlist pragma in the "
+                f"change: {where(silenced)}",
+                "an agent can write a pragma too: if each is a false positive, accept them "
+                "yourself when plan-build commit asks; otherwise take them out",
+            )
         )
-    if found:
-        return Check(
-            "secrets.scan",
-            "fail",
-            f"{len(found)} suspected secret(s): "
-            + _shown([f"{display_path(f.path)}:{f.line} ({f.type})" for f in found]),
-            "take them out of the change (read them from the environment or a secret store); "
-            "for a false positive add `pragma: allowlist secret` to that line",
-        )
-    return Check("secrets.scan", "pass", f"no secrets in {total} added line(s); canary caught")
+    return rows, silenced
+
+
+def _line_before(repo: Repo, tree: str) -> Callable[[str, int], str]:
+    """Line n-1 of a file in `tree`, read from git only when asked (a `nextline` pragma)."""
+    cache: dict[str, list[bytes]] = {}
+
+    def before(path: str, no: int) -> str:
+        if path not in cache:
+            (data,) = change_mod.read_objects(repo, [f"{tree}:{path}"])
+            cache[path] = (data or b"").split(b"\n")
+        lines = cache[path]
+        return lines[no - 2].decode("utf-8", "replace") if 2 <= no <= len(lines) + 1 else ""
+
+    return before
+
+
+def committed_secrets_baseline(repo: Repo, base: Baseline) -> bytes | None:
+    """`.secrets.baseline` as committed in the baseline's HEAD: the only one that counts."""
+    if base.head is None:
+        return None
+    (data,) = change_mod.read_objects(repo, [f"{base.head}:{secretscan.BASELINE_FILE}"])
+    return data
+
+
+def withheld(row: Check, env: Mapping[str, str]) -> Check:
+    """The row with any line that looks like a credential withheld (verify prints and stores
+    only what passed through here)."""
+    detail = redact.clean(row.detail, env)
+    fix = redact.clean(row.remediation, env) if row.remediation else row.remediation
+    if detail == row.detail and fix == row.remediation:
+        return row
+    return replace(row, detail=detail, remediation=fix)
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
@@ -431,7 +502,7 @@ def run_command(
     progress: Progress | None,
 ) -> Check:
     cid = f"command.{cmd.name}"
-    shown = proc.quote(cmd.argv)
+    shown = redact.clean(proc.quote(cmd.argv), env)
     if progress:
         progress(f"running {cmd.name}: {shown}")
 
@@ -467,12 +538,11 @@ def run_command(
     log_dir.mkdir(parents=True, exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", cmd.name)
     log = log_dir / f"{safe}.log"
-    fsutil.atomic_write(
-        log, f"$ {shown}\n# exit {r.returncode} after {r.seconds:.1f}s\n{r.stdout}{r.stderr}"
-    )
+    out, err = redact.clean(r.stdout, env), redact.clean(r.stderr, env)
+    fsutil.atomic_write(log, f"$ {shown}\n# exit {r.returncode} after {r.seconds:.1f}s\n{out}{err}")
     if r.ok:
         return Check(cid, "pass", f"{shown} ({r.seconds:.1f}s)", seconds=r.seconds)
-    tail = (r.stderr.strip() or r.stdout.strip()).splitlines()[-3:]
+    tail = (err.strip() or out.strip()).splitlines()[-3:]
     return Check(
         cid,
         "fail",
@@ -512,10 +582,21 @@ def run(
                 "commit by hand, or move HEAD back to the baseline commit",
             )
         )
+    silenced: list[secretscan.Finding] = []
+
+    def secrets() -> list[Check]:
+        found, allowlisted = check_secrets(
+            added,
+            accepted=committed_secrets_baseline(repo, base),
+            line_before=_line_before(repo, change.tree),
+        )
+        silenced.extend(allowlisted)
+        return found
+
     rows += checks.run_concurrently(
         [
             lambda: check_diff(repo, change),
-            lambda: check_secrets(added, repo.root),
+            secrets,
             lambda: check_placeholders(repo, change, added),
             lambda: check_records(repo, change, mode),
             lambda: check_links(repo, change, added),
@@ -551,18 +632,21 @@ def run(
                 "review the change and run plan-build verify again",
             )
         )
+    rows = [withheld(c, env) for c in rows]
     report = Report(
         ok=not any(c.failed for c in rows),
         mode=mode,
         change=change,
         checks=rows,
         when=baseline_mod.now_utc(),
+        allowlisted=tuple(silenced),
     )
     save_record(repo, report)
     return report
 
 
 __all__ = [
+    "ACCEPTABLE_AT_COMMIT",
     "DOCUMENTS",
     "HANDOVER",
     "RECORDS",

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from plan_build.dispatch import redact, telemetry
+from plan_build import redact
+from plan_build.dispatch import telemetry
 from plan_build.dispatch.taskfile import IN_PROGRESS, PENDING, REVIEW
 from plan_build.errors import ExitCode
 from plan_build.render import fence

@@ -27,9 +27,9 @@ from typing import Any
 
 import psutil
 
-from plan_build import proc, snapshot
+from plan_build import proc, redact, snapshot
 from plan_build.context import Session
-from plan_build.dispatch import memslot, redact, taskfile, telemetry
+from plan_build.dispatch import memslot, taskfile, telemetry
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch.evidence import (
     REASONS,
@@ -232,7 +232,7 @@ class Dispatcher:
         self.console = self.session.console
         self.env = self.session.env
         self.repo = discover(self.session.cwd, self.env)
-        self.path = self.repo.root / taskfile.FILENAME
+        self.path = self.repo.inside(self.repo.root / taskfile.FILENAME)
         stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         self.dispatch_id = f"{stamp}-{os.urandom(2).hex()}"
         self.run_dir = self.repo.state_dir / "dispatch" / "runs" / self.dispatch_id
@@ -385,6 +385,7 @@ class Dispatcher:
     # -- TASKS.md -------------------------------------------------------------------
 
     def _update(self, status: str | None, block: str) -> None:
+        self.repo.inside(self.path)  # again: the tree may have changed while Codex ran
         text = taskfile.read(self.path).text
         if status is not None:
             text = taskfile.with_status(text, self.task_id, status)

@@ -61,6 +61,22 @@ def unavailable(what: str, fix: str | None = None) -> PlanBuildError:
     return PlanBuildError(what, fix, code=ExitCode.PREFLIGHT)
 
 
+def check_root(root: Path) -> None:
+    """The releases root is a directory, or does not exist yet (the writers create it): a
+    file there (or in its path) is refused before anything reads or writes under it."""
+    for path in (root, *root.parents):
+        if path.is_dir():
+            return
+        if path.exists() or path.is_symlink():
+            what = "a file" if path.exists() else "a broken symbolic link"
+            where = f"the releases root {root}"
+            problem = f"is {what}" if path == root else f"cannot be made: {path} is {what}"
+            raise unavailable(
+                f"{where} {problem}, not a directory",
+                f"set PLAN_BUILD_HOME to a directory (or unset it), or move {path} away",
+            )
+
+
 # Called at every named step of staging, activation and collection. Empty in normal runs;
 # the kill-injection tests add a hook that SIGKILLs the process exactly at one step.
 checkpoint_hooks: list[Callable[[str], None]] = []

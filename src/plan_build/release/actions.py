@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build.release import checkpoint, disk, fetch, invalid, manifest, unavailable
+from plan_build.release import (
+    check_root,
+    checkpoint,
+    disk,
+    fetch,
+    invalid,
+    manifest,
+    unavailable,
+)
 from plan_build.release.binding import leases
 from plan_build.release.store import ReleaseInfo, Store, os_error
 from plan_build.release.validate import validate
@@ -37,6 +45,8 @@ def activate(store: Store, source: fetch.Source, pin: str | None) -> Activation:
     Any failure or interruption before the switch leaves `current` as it was; what was staged
     is removed now, or by the next run if this process was killed.
     """
+    check_root(store.root)
+    store.current_id()  # a copied install in place of `current` is refused before any write
     store.ensure()
     try:
         with store.locked():
@@ -46,6 +56,7 @@ def activate(store: Store, source: fetch.Source, pin: str | None) -> Activation:
 
 
 def _activate_locked(store: Store, source: fetch.Source, pin: str | None) -> Activation:
+    store.current_id()  # again under the lock: the switch will need a link it can replace
     reaped = tuple(store.reap())
     checkpoint("reaped")
     stage = fetch.stage(source, store.releases, pin)
@@ -121,7 +132,11 @@ def gc(store: Store, keep: int) -> Collected:
     if keep < 0:
         from plan_build import errors
 
-        raise errors.usage(f"--keep must be 0 or more (got {keep})")
+        raise errors.usage(
+            f"--keep must be 0 or more (got {keep})",
+            "give a number of releases to keep, e.g. --keep 3; --keep 0 keeps only the current "
+            "one and those running plan-builds are bound to",
+        )
     store.ensure()
     result = Collected()
     trash: list[Path] = []
@@ -155,6 +170,7 @@ def gc(store: Store, keep: int) -> Collected:
 
 
 def listing(store: Store) -> list[ReleaseInfo]:
+    check_root(store.root)
     return store.infos(leases(store.root))
 
 
@@ -175,6 +191,7 @@ class Status:
 
 
 def status(store: Store) -> Status:
+    check_root(store.root)
     infos = listing(store) if store.releases.is_dir() else []
     current = next((i for i in infos if i.current), None)
     return Status(store.root, current, len(infos), sum(i.size for i in infos))

@@ -2,12 +2,15 @@
 file://, and plain http:// only to a loopback host or with a pinned digest).
 
 Everything lands in a staging directory inside the releases root (same filesystem, so the
-final rename is atomic). A pinned digest is compared with the source's manifest before any
-file is staged; a download is kept only as a temporary file in the root until then.
+final rename is atomic). Before any file is staged, every header is checked against the limits
+(release/limits.py), a pinned digest is compared with the source's manifest, and the source's
+files must be exactly those the manifest lists; a download is kept only as a temporary file in
+the root until then. Files then stream into the stage, each hashed against its manifest line.
 """
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import os
 import tarfile
@@ -22,7 +25,15 @@ from pathlib import Path
 from typing import IO
 
 from plan_build import errors
-from plan_build.release import MANIFEST, checkpoint, disk, invalid, manifest, unavailable
+from plan_build.release import (
+    MANIFEST,
+    checkpoint,
+    disk,
+    invalid,
+    limits,
+    manifest,
+    unavailable,
+)
 from plan_build.release.validate import list_files
 
 DOWNLOAD_TIMEOUT = 60.0
@@ -117,6 +128,82 @@ def _check_pin(text: bytes, pin: str | None, where: str) -> None:
         )
 
 
+# ----------------------------------------------------------- checked before anything is staged
+
+
+def _check_listing(raw: bytes, pin: str | None, where: str, present: set[str]) -> manifest.Manifest:
+    """The pin, the manifest's form, and the source's files against the manifest's list: all
+    before a byte is staged, so an unlisted or missing file is refused by name right away."""
+    _check_pin(raw, pin, where)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise invalid(f"{where}/{MANIFEST} is not text", "rebuild the bundle") from None
+    listed = manifest.parse(text, where)
+    unlisted = sorted(present - listed.paths - {MANIFEST})
+    if unlisted:
+        raise invalid(
+            f"{where} has files its manifest does not list: {', '.join(unlisted)}",
+            limits.REFUSED_FIX,
+        )
+    absent = sorted(listed.paths - present)
+    if absent:
+        raise invalid(
+            f"{where} is missing files its manifest lists: {', '.join(absent)}",
+            "download or build the bundle again",
+        )
+    return listed
+
+
+def _check_manifest_size(size: int, where: str) -> None:
+    if size > limits.MAX_MANIFEST:
+        raise invalid(
+            f"{where}: {MANIFEST} is {limits.human(size)}, more than the "
+            f"{limits.human(limits.MAX_MANIFEST)} a manifest may have",
+            limits.REFUSED_FIX,
+        )
+
+
+def _copy_checked(
+    source: IO[bytes], dest: Path, rel: str, *, size: int, sha: str | None, where: str
+) -> None:
+    """Stream one file into the stage (bounded memory), refusing it when it is not exactly
+    `size` bytes or does not hash to its manifest line."""
+    digest = hashlib.sha256()
+    seen = 0
+
+    def chunks() -> Iterator[bytes]:
+        nonlocal seen
+        while True:
+            try:
+                chunk = source.read(CHUNK)
+            except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+                raise invalid(
+                    f"{where} is truncated or corrupt ({exc})", "download or build the bundle again"
+                ) from None
+            if not chunk:
+                return
+            seen += len(chunk)
+            if seen > size:
+                return  # it grew while being copied: refused below, never written past `size`
+            digest.update(chunk)
+            yield chunk
+
+    disk.write_synced(dest, chunks())
+    if seen != size:
+        raise invalid(
+            f"{where}: {rel} changed size while it was read ({size} bytes expected)"
+            if seen > size
+            else f"{where} is truncated ({rel} is cut short)",
+            "download or build the bundle again",
+        )
+    if sha is not None and digest.hexdigest() != sha:
+        raise invalid(
+            f"{where}: {rel} does not match {MANIFEST} (tampered or corrupted)",
+            "rebuild or download the bundle again",
+        )
+
+
 # ---------------------------------------------------------------------------- directories
 
 
@@ -126,7 +213,15 @@ def _stage_dir(path: Path, where: str, releases: Path, pin: str | None) -> Path:
         raise invalid(
             f"{where} has no {MANIFEST}", "build the bundle with plan-build release.build"
         )
-    _check_pin((path / MANIFEST).read_bytes(), pin, where)
+    tally = limits.Tally(where, None)
+    sizes: dict[str, int] = {}
+    for rel in files:
+        tally.entry(rel)
+        sizes[rel] = (path / rel).lstat().st_size
+        tally.file(rel, sizes[rel])
+    _check_manifest_size(sizes[MANIFEST], where)
+    listed = _check_listing((path / MANIFEST).read_bytes(), pin, where, set(files))
+    hashes = dict(listed.entries)
     target = _new_stage(releases)
     try:
         for rel in files:
@@ -134,16 +229,11 @@ def _stage_dir(path: Path, where: str, releases: Path, pin: str | None) -> Path:
             dest = target / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             with (path / rel).open("rb") as fh:
-                disk.write_synced(dest, _chunks(fh))
+                _copy_checked(fh, dest, rel, size=sizes[rel], sha=hashes.get(rel), where=where)
     except BaseException:
         disk.remove_tree(target)
         raise
     return target
-
-
-def _chunks(fh: IO[bytes]) -> Iterator[bytes]:
-    while chunk := fh.read(CHUNK):
-        yield chunk
 
 
 # ------------------------------------------------------------------------------- archives
@@ -157,40 +247,55 @@ def _stage_archive(path: Path, where: str, releases: Path, pin: str | None) -> P
     if size == 0:
         raise invalid(f"{where} is empty (0 bytes)", "download or build the bundle again")
     try:
-        opened = tarfile.open(path, "r:*")  # noqa: SIM115 - closed by the `with` below
+        # BoundedTarInfo refuses oversize pax and long-name headers before tarfile reads them.
+        opened = tarfile.open(path, "r:*", tarinfo=limits.BoundedTarInfo)  # noqa: SIM115
+    except limits.HeaderRefused as exc:
+        raise limits.header_refusal(exc, where) from None
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         raise invalid(
             f"{where} is not a readable bundle archive ({exc})",
             "give a .tar.gz made by plan-build release.build, or download it again",
         ) from None
     with opened as tar:
-        members = _members(tar, where)
+        members = _members(tar, where, limits.Tally(where, size))
         if MANIFEST not in members:
             raise invalid(f"{where} has no {MANIFEST}", "build it with plan-build release.build")
-        _check_pin(_read(tar, members[MANIFEST], where), pin, where)
+        _check_manifest_size(members[MANIFEST].size, where)
+        listed = _check_listing(_read(tar, members[MANIFEST], where), pin, where, set(members))
+        hashes = dict(listed.entries)
         target = _new_stage(releases)
         try:
-            for rel, member in sorted(members.items()):
+            # In archive order: a compressed stream is read forward once, never rewound per file.
+            for rel, member in sorted(members.items(), key=lambda item: item[1].offset):
                 checkpoint("extract")
                 dest = target / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                disk.write_synced(dest, [_read(tar, member, where)])
+                handle = _open_member(tar, member, where)
+                _copy_checked(handle, dest, rel, size=member.size, sha=hashes.get(rel), where=where)
         except BaseException:
             disk.remove_tree(target)
             raise
     return target
 
 
-def _members(tar: tarfile.TarFile, where: str) -> dict[str, tarfile.TarInfo]:
-    """Regular files by bundle-relative path; links, devices and escaping paths are refused."""
+def _next(tar: tarfile.TarFile, where: str) -> tarfile.TarInfo | None:
     try:
-        infos = tar.getmembers()
+        return tar.next()
+    except limits.HeaderRefused as exc:
+        raise limits.header_refusal(exc, where) from None
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         raise invalid(
             f"{where} is truncated or corrupt ({exc})", "download or build the bundle again"
         ) from None
+
+
+def _members(tar: tarfile.TarFile, where: str, tally: limits.Tally) -> dict[str, tarfile.TarInfo]:
+    """Regular files by bundle-relative path, from the headers alone (no member's data is
+    read): links, devices, escaping paths and members over the size caps are refused as soon
+    as their header is seen, so a bomb costs one header, not its contents."""
     named: list[tuple[list[str], tarfile.TarInfo]] = []
-    for info in infos:
+    while (info := _next(tar, where)) is not None:
+        tally.entry(info.name)
         name = info.name
         while name.startswith("./"):
             name = name[2:]
@@ -209,8 +314,9 @@ def _members(tar: tarfile.TarFile, where: str) -> dict[str, tarfile.TarInfo]:
             )
         if info.isdir() or not parts:
             continue
-        if not info.isreg():
+        if not info.isreg() or info.sparse is not None:
             raise invalid(f"{where} contains a special file: {info.name}", "rebuild the bundle")
+        tally.file(info.name, info.size)
         named.append((parts, info))
     if not named:
         raise invalid(f"{where} contains no files", "download or build the bundle again")
@@ -226,12 +332,22 @@ def _members(tar: tarfile.TarFile, where: str) -> dict[str, tarfile.TarInfo]:
     return members
 
 
-def _read(tar: tarfile.TarFile, info: tarfile.TarInfo, where: str) -> bytes:
+def _open_member(tar: tarfile.TarFile, info: tarfile.TarInfo, where: str) -> IO[bytes]:
     try:
         handle = tar.extractfile(info)
-        if handle is None:
-            raise invalid(f"{where}: {info.name} is not a file")
-        data = handle.read()
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        raise invalid(
+            f"{where} is truncated or corrupt ({exc})", "download or build the bundle again"
+        ) from None
+    if handle is None:  # pragma: no cover - _members keeps regular files only
+        raise invalid(f"{where}: {info.name} is not a file")
+    return handle
+
+
+def _read(tar: tarfile.TarFile, info: tarfile.TarInfo, where: str) -> bytes:
+    """A small member (the manifest, size-checked by the caller) read whole."""
+    try:
+        data = _open_member(tar, info, where).read()
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         raise invalid(
             f"{where} is truncated or corrupt ({exc})", "download or build the bundle again"

@@ -12,7 +12,7 @@ from pathlib import Path
 from plan_build import errors
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.fsutil import atomic_write, fsync_dir
-from plan_build.release import PYZ, SKILL_DIRS
+from plan_build.release import PYZ, SKILL_DIRS, check_root
 
 MARKER = "# managed-by: plan-build release.install"
 BACKUP_SUFFIX = ".plan-build-backup"
@@ -110,6 +110,7 @@ def install(
     python: str = sys.executable,
 ) -> Installed:
     """Install (or confirm) the skill links and the launcher; change nothing on refusal."""
+    check_root(root)
     if not (root / "current").is_symlink():
         raise PlanBuildError(
             f"no active release in {root}",

@@ -23,6 +23,7 @@ from pathlib import Path
 from plan_build.release import (
     MANIFEST,
     PYZ,
+    check_root,
     checkpoint,
     disk,
     invalid,
@@ -124,6 +125,7 @@ class Store:
 
     def ensure(self) -> None:
         """Create the root's directories and lock files, or say exactly why that fails."""
+        check_root(self.root)
         try:
             for directory in (self.root, self.releases, self.leases):
                 directory.mkdir(parents=True, exist_ok=True)

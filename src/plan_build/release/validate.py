@@ -24,6 +24,7 @@ from plan_build.release import (
     SKILL,
     TEMPLATES,
     invalid,
+    limits,
     manifest,
 )
 
@@ -76,6 +77,8 @@ def front_matter_error(text: str) -> str | None:
         data = yaml.safe_load("\n".join(lines[1:end]))
     except yaml.YAMLError as exc:
         return f"has front matter that is not valid YAML ({str(exc).splitlines()[0]})"
+    except RecursionError:  # PyYAML composes nested collections recursively
+        return "has front matter nested too deeply"
     if not isinstance(data, dict):
         return "has front matter that is not a mapping"
     for key in ("name", "description"):
@@ -120,6 +123,10 @@ def check_templates(bundle: Path, files: list[str], where: str) -> None:
                     f"{where}: {rel} line {exc.lineno} is not a valid template: {exc.message}",
                     "fix the template and rebuild",
                 ) from None
+            except RecursionError:  # Jinja's parser recurses once per nesting level
+                raise invalid(
+                    f"{where}: {rel} is nested too deeply to parse", "fix the template and rebuild"
+                ) from None
 
 
 def pyz_version(pyz: Path) -> str | None:
@@ -136,7 +143,9 @@ def pyz_version(pyz: Path) -> str | None:
 def check_pyz(pyz: Path, where: str) -> str:
     """The zipapp is a sound zip whose every module compiles; returns its version."""
     try:
+        limits.check_zip_directory(pyz, where)
         with zipfile.ZipFile(pyz) as archive:
+            limits.check_zip_entries(archive.infolist(), pyz, where)
             names = archive.namelist()
             if "__main__.py" not in names or "plan_build/__init__.py" not in names:
                 raise invalid(f"{where}: {PYZ} is not a plan-build zipapp", "rebuild the bundle")

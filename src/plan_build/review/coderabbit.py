@@ -24,9 +24,10 @@ from typing import Any
 
 from plan_build import proc
 from plan_build.review.findings import SEVERITIES, TAG, sanitize
-from plan_build.review.reviewers import Outcome, RawFinding, classify, duration, keep_log
+from plan_build.review.reviewers import Outcome, RawFinding, classify, duration, keep_log, tail
 
 DEFAULT_TIMEOUT = 1800.0
+ENDED_EARLY = "CodeRabbit's output ended before its complete event"
 AGENT_SINCE = (0, 4)
 SEVERITY = {
     "critical": "CRITICAL",
@@ -133,9 +134,7 @@ def read_agent(events: list[dict[str, Any]]) -> Outcome:
         elif kind == "complete":
             complete = event
     if complete is None:
-        return Outcome(
-            "coderabbit", "failed", "CodeRabbit's output ended before its complete event"
-        )
+        return Outcome("coderabbit", "failed", ENDED_EARLY)
     state = " ".join(str(complete.get(k) or "") for k in ("status", "outcome")).lower()
     if skipped or "skip" in state:
         message = str(complete.get("message") or skipped or "nothing to review")
@@ -232,19 +231,29 @@ def review(
     events = _json_lines(result.stdout)
     if events is not None:
         outcome = read_agent(events)
-        if outcome.ok and result.returncode != 0:
-            status, reason = classify("coderabbit", result.stderr or "exit status")
-            outcome = Outcome("coderabbit", status, reason)
+        if result.returncode != 0 and (outcome.ok or outcome.reason == ENDED_EARLY):
+            outcome = _crashed(result)  # a crash after partial output: say what it said
     elif result.returncode != 0:
-        status, reason = classify("coderabbit", result.stderr + "\n" + result.stdout)
-        outcome = Outcome("coderabbit", status, reason)
+        outcome = _crashed(result)
     else:
         outcome = read_plain(result.stdout)
     outcome.seconds = result.seconds
     outcome.argv = argv
+    outcome.exit_code = result.returncode
     if not outcome.ok:
+        outcome.stderr_tail = tail(result.stderr) or None
         outcome.log = keep_log(log_dir, "coderabbit", argv, result.stdout, result.stderr)
     return outcome
+
+
+def _crashed(result: proc.Completed) -> Outcome:
+    """A CodeRabbit that exited non-zero: skipped for an auth failure or a rate limit, else
+    failed with its exit status and the end of its stderr."""
+    status, reason = classify("coderabbit", result.stderr + "\n" + result.stdout)
+    if status == "failed":
+        last = " / ".join(tail(result.stderr, lines=3).splitlines()) or "nothing on stderr"
+        reason = f"coderabbit exited {result.returncode}: {last[:300]}"
+    return Outcome("coderabbit", status, reason)
 
 
 def _neutral(text: str) -> str:

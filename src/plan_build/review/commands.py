@@ -12,17 +12,25 @@ from typing import Any
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError, usage
 from plan_build.fsutil import atomic_write
+from plan_build.interact import next_command
 from plan_build.review import ledger as ledger_mod
 from plan_build.review import plans, report, transitions
-from plan_build.review.layout import WorkflowDir, new_id
+from plan_build.review.layout import WorkflowDir, guard, new_id
 from plan_build.review.ledger import Ledger
 from plan_build.review.lock import WorkflowLock, held_by_other, signals_interrupt
-from plan_build.review.resolution import Resolution, claim, resolve
+from plan_build.review.resolution import (
+    Resolution,
+    claim,
+    last_completed,
+    record_owner,
+    resolve,
+)
 from plan_build.review.rounds import (
     FILE_MODE,
+    Problem,
     RoundResult,
+    blocking,
     phase_round,
-    problems,
     record_of,
     require_codex,
     run_round,
@@ -39,6 +47,8 @@ def context(s: Session, workflow: str | None) -> ReviewContext:
 
 def _resolve(ctx: ReviewContext) -> Resolution:
     res = resolve(ctx.root, ctx.session(), ctx.env, ctx.explicit)
+    for skipped in res.skipped:
+        ctx.console.say(f"warning: {skipped.warning()}")
     if res.note:
         ctx.console.say(f"note: {res.note}")
     return res
@@ -70,18 +80,59 @@ def locked(ctx: ReviewContext, res: Resolution) -> Iterator[tuple[Workflow, Work
         yield wf, wdir
 
 
+def _say_blocking(ctx: ReviewContext, what: str, found: list[Problem]) -> None:
+    """What stands before approval, and what to do next (the answer, not a failure)."""
+    ctx.console.say(f"{what}:")
+    for p in found:
+        ctx.console.say(f"  - {p.text}")
+    fixes: list[str] = []
+    for p in found:
+        if p.fix and p.fix not in fixes:
+            fixes.append(p.fix)
+    if fixes:
+        ctx.console.say(f"next: {'; '.join(fixes)}")
+
+
 def _finish(ctx: ReviewContext, result: RoundResult) -> None:
+    """The round's verdict, from what the reviewers returned. A round in which every reviewer
+    reviewed exits 0, with or without findings (ADR 0046); one in which a reviewer did not
+    review exits 6."""
     view = result.view
     label = phase_round(view.phase, view.round)
-    if result.problems:
-        raise transitions.blocked(f"{label} is not ready for approval", result.problems)
-    ctx.console.say(
-        f"{label}: no findings and every reviewer ran. Approve it with plan-build review.approve"
-    )
+    found = view.findings
+    if found:
+        n = len(found)
+        ctx.console.say(f"{label} finished with {n} finding{'s' if n != 1 else ''}:")
+        for f in found:
+            ctx.console.say(f"  [{f.id}] {f.text} ({f.reviewer})")
+    if result.early:
+        ctx.console.say(
+            f"  note: {ctx.rel(view.findings_path)} was written before this review finished; "
+            "check its decisions against the findings above"
+        )
+    if result.record.not_clean():
+        raise transitions.blocked(
+            f"{label} is incomplete (a reviewer did not review)", result.problems
+        )
+    hard = [p for p in result.problems if not p.waivable]
+    if hard:
+        _say_blocking(ctx, f"Before {label} can be approved", hard)
+        return
+    for p in result.problems:
+        ctx.console.say(f"  note: {p.text}")
+    if found:
+        ctx.console.say(
+            f"{label}: every finding has a decision. Approve it with plan-build review.approve"
+        )
+    else:
+        ctx.console.say(
+            f"{label}: no findings and every reviewer ran. "
+            "Approve it with plan-build review.approve"
+        )
 
 
 def _describe(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> None:
-    """For a round that is past `working`: say where it stands (blocked rounds exit 6)."""
+    """For a round that is past `working`: say where it stands and what comes next."""
     view = inspect(wf, wdir)
     sync_ledger(ctx, view)
     label = phase_round(wf.phase, wf.round)
@@ -98,9 +149,16 @@ def _describe(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> None:
         waiting = (
             "is waiting for decisions" if view.step == Step.REVIEW else "cannot be approved yet"
         )
-        raise transitions.blocked(f"{label} {waiting}", hard)
+        _say_blocking(ctx, f"{label} {waiting}", hard)
+        return
     for p in found:
         ctx.console.say(f"  note: {p.text}")
+    if found:  # approving these needs the user: inside an agent, the user is asked
+        ctx.console.say(
+            f"{label} is decided; approving it needs the user's confirmation · "
+            + next_command(ctx.env, transitions.approve_command(wf))
+        )
+        return
     ctx.console.say(
         f"{label} is decided: approve it with plan-build review.approve, "
         "or review again with plan-build review.repeat"
@@ -166,10 +224,11 @@ def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | 
         source = plans.native_plan(ctx.env, session)
         recorded = str(source)
         data = plans.read_plan(source, recorded)
+    _refuse_secrets(ctx, data, plan or recorded)
     now = ctx.now()
-    wdir = WorkflowDir(ctx.root, new_id(now))
+    wdir = guard(WorkflowDir(ctx.root, new_id(now)))
     while wdir.path.exists():
-        wdir = WorkflowDir(ctx.root, new_id(now))
+        wdir = guard(WorkflowDir(ctx.root, new_id(now)))
     wdir.artifacts.mkdir(parents=True, exist_ok=True)
     atomic_write(wdir.plan, data, mode=FILE_MODE)
     ledger_mod.ensure(wdir.ledger)
@@ -180,6 +239,8 @@ def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | 
         wf.owner_cwd = session.cwd
         wf.owner_project_key = project_key(session.cwd) if session.cwd else ""
     save(wdir, wf, now)  # last: a directory without workflow.json is not a workflow
+    if session is not None:
+        record_owner(wdir, session)
     ctx.console.say(f"Created workflow {wf.id} (plan from {recorded}).")
     created = Resolution(wf, wdir, session)
     with locked(ctx, created) as (wf, wdir):
@@ -189,6 +250,7 @@ def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | 
 def _replace_plan(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, given: str) -> None:
     source, recorded = plans.source_path(given, ctx.cwd, ctx.root)
     data = plans.read_plan(source, given)
+    _refuse_secrets(ctx, data, given)
     try:
         current: bytes | None = wdir.plan.read_bytes()
     except FileNotFoundError:
@@ -210,6 +272,20 @@ def _replace_plan(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, given: st
     save(wdir, wf, ctx.now())
 
 
+def _refuse_secrets(ctx: ReviewContext, data: bytes, shown: str) -> None:
+    """The plan goes into artifacts/plan.md and Codex's prompt: no credentials (the same rule
+    as dispatch's prompts), refused before anything is written or sent."""
+    from plan_build import redact
+
+    redact.refuse_secrets(
+        data.decode("utf-8", "replace"),
+        shown,
+        ctx.env,
+        fix="take the credential out of the plan (name the variable or secret store instead), "
+        "then run plan-build review.plan again",
+    )
+
+
 def review_impl(s: Session, *, workflow: str | None, focus: str | None) -> None:
     ctx, res, target = _require(
         s, workflow, "review.impl continues a workflow whose plan was reviewed"
@@ -220,7 +296,7 @@ def review_impl(s: Session, *, workflow: str | None, focus: str | None) -> None:
         if wf.phase == "plan":
             view = inspect(wf, wdir)
             if view.step != Step.APPROVAL:
-                found = [p for p in problems(ctx, view, record_of(view)) if not p.waivable]
+                found = [p for p in blocking(ctx, view, record_of(view)) if not p.waivable]
                 raise transitions.blocked(
                     f"workflow {wf.id} is in phase plan at step {view.step.value}; "
                     "review.impl moves on only from an approvable plan round",
@@ -278,6 +354,10 @@ def review_status(s: Session, *, workflow: str | None, json: bool, summary: bool
     ctx = context(s, workflow)
     res = _resolve(ctx)
     if res.workflow is None:
+        done = last_completed(ctx.root, res.session)
+        if done is not None:  # shown until a new workflow starts
+            res = Resolution(done, WorkflowDir(ctx.root, done.id), res.session)
+    if res.workflow is None:
         if json:
             _print_json(s, report.empty_json())
         ctx.console.say("No active workflow found.")
@@ -294,6 +374,11 @@ def review_status(s: Session, *, workflow: str | None, json: bool, summary: bool
         report.print_summary(ctx, r, ctx.console)
     else:
         report.print_status(ctx, r, ctx.console)
+    if not r.view.wf.active and not json:
+        ctx.console.say(
+            f"Workflow {r.view.wf.id} is {r.view.wf.status}; "
+            "plan-build review.plan starts a new one."
+        )
 
 
 def review_summary(s: Session, *, workflow: str | None, json: bool) -> None:

@@ -23,7 +23,7 @@ from plan_build.review.resolution import Resolution, resolve
 from plan_build.review.rounds import record_of
 from plan_build.review.runtime import fingerprint
 from plan_build.review.steps import inspect
-from plan_build.review.workflow import Workflow, load_all
+from plan_build.review.workflow import Skipped, Workflow, scan
 from plan_build.ui import Console
 
 ROOT_CAUSES = (
@@ -35,6 +35,7 @@ ROOT_CAUSES = (
     ("workflow.artifacts", ("fail", "warn"), "artifacts"),
     ("workflow.lock", ("fail", "warn"), "workflow-lock"),
     ("workflow.change", ("fail", "warn"), "stale-review"),
+    ("workflow.skipped", ("warn",), "unreadable-workflow"),
     ("git.worktree", ("fail",), "not-a-git-repository"),
 )
 LABELS = {
@@ -47,6 +48,7 @@ LABELS = {
     "workflow.artifacts": "artifacts",
     "workflow.lock": "lock",
     "workflow.change": "reviewed change",
+    "workflow.skipped": "skipped folders",
 }
 
 
@@ -193,6 +195,18 @@ def _workflow_checks(repo: gitrepo.Repo, root: Path, wf: Workflow) -> list[Check
     return out
 
 
+def _skipped_check(skipped: list[Skipped]) -> Check:
+    if not skipped:
+        return Check("workflow.skipped", "pass", "every workflow folder is readable")
+    return Check(
+        "workflow.skipped",
+        "warn",
+        "; ".join(f"{s.id}: {s.why}" for s in skipped),
+        "review commands skip these folders: repair their workflow.json or move them out of "
+        ".claude/codex-review/workflows",
+    )
+
+
 def run(s: Session, parents: Callable[[], list[int]] | None = None) -> DoctorResult:
     env = s.env
     try:
@@ -210,11 +224,8 @@ def run(s: Session, parents: Callable[[], list[int]] | None = None) -> DoctorRes
     )
     check, session = _session_check(env, parents)
     out.checks.append(check)
-    try:
-        every = load_all(root)
-    except PlanBuildError as exc:
-        out.checks.append(Check("workflow.resolution", "fail", exc.what, exc.fix))
-        return out
+    every, skipped = scan(root)
+    out.checks.append(_skipped_check(skipped))
     res: Resolution | None = None
     error: PlanBuildError | None = None
     try:

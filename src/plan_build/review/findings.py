@@ -9,7 +9,9 @@ has bugs, plan-build is correct instead (each difference is listed in docs/revie
 - the lines searched for an id's decision stop where another finding's lines begin;
 - the findings of a round are the same set for the ledger and for the approval check (the
   first tag of a line); a tag that merely refers to another finding does not add one;
-- an unknown token after `Decision:` is an error naming the file and line, not "open".
+- an unknown word after `Decision:` leaves the finding undecided, with the word kept so
+  every command can quote it (codex-review reads `Partially accept` as ACCEPT); only the
+  commands that need the decision refuse.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from plan_build.errors import usage
 
 SEVERITIES = ("CRITICAL", "HIGH", "MEDIUM", "LOW")
 TAG = re.compile(r"\[(CRITICAL|HIGH|MEDIUM|LOW)-(\d+)\]")
@@ -51,8 +51,14 @@ class Finding:
 
 @dataclass(frozen=True)
 class Decision:
-    token: str  # one of DECISIONS
+    token: str  # one of DECISIONS ("OPEN" when `unparsed` is set)
     line: int  # 1-based line in the findings file
+    unparsed: str | None = None  # the words after 'Decision:' that are no decision
+
+    def describe(self, path: Path) -> str:
+        """Why an unparsed decision does not count, for messages."""
+        where = f"{path.name} line {self.line}"
+        return f"{self.unparsed!r} after 'Decision:' ({where}) is not a decision word"
 
 
 def sanitize(text: str) -> str:
@@ -92,44 +98,45 @@ def _id_pattern(fid: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(fid)}(?![0-9])")
 
 
-def _token_after_label(rest: str, path: Path, line_no: int, fid: str) -> str | None:
+def _token_after_label(rest: str) -> tuple[str | None, str | None]:
+    """(token, None) for a known word after the label, (None, words) for an unknown one,
+    (None, None) when the label is followed by nothing."""
     rest = rest.lstrip(" \t*_`>-—–\"'[(")
     if not rest.strip():
-        return None
+        return None, None
     m = _LABELLED.match(rest)
     if m:
         word = re.sub(r"[^A-Za-z]", "", m.group(1)).upper()
         if word.startswith("WONT"):
-            return "WONTFIX"
+            return "WONTFIX", None
         return {
             "ACCEPTED": "ACCEPT",
             "REJECTED": "REJECT",
             "DEFERRED": "DEFER",
             "FIXED": "FIX",
-        }.get(word, word)
-    bad = _WORD.match(rest)
-    shown = bad.group(0) if bad else rest.split()[0]
-    raise usage(
-        f"{path.name} line {line_no}: unknown decision {shown!r} for {fid}",
-        f"write one of {', '.join(DECISIONS)} after 'Decision:' (e.g. 'Decision: FIX')",
-    )
+        }.get(word, word), None
+    shown = rest.strip().rstrip(" *_`|").strip()
+    return None, (shown[:57] + "...") if len(shown) > 60 else shown
 
 
-def _decision_in_line(line: str, path: Path, line_no: int, fid: str) -> str | None:
+def _decision_in_line(line: str, line_no: int) -> Decision | None:
     label = _LABEL.search(line)
     if label:
-        token = _token_after_label(line[label.end() :], path, line_no, fid)
+        token, unparsed = _token_after_label(line[label.end() :])
         if token is not None:
-            return token
+            return Decision(token, line_no)
+        if unparsed is not None:
+            return Decision("OPEN", line_no, unparsed)
     m = _CAPITALS.search(line)
-    return m.group(1) if m else None
+    return Decision(m.group(1), line_no) if m else None
 
 
 def decisions(findings: Sequence[Finding], text: str, path: Path) -> dict[str, Decision | None]:
     """Each finding's decision in a findings file, or None when it has none.
 
     For every line that names the id, that line and up to WINDOW lines after it are searched,
-    stopping before a line that names only other findings. The first decision found wins.
+    stopping before a line that names only other findings. The first decision found wins; an
+    unknown word after 'Decision:' is found too (token OPEN, `unparsed` set) and never raises.
     """
     lines = text.split("\n")
     mentions: list[set[str]] = [
@@ -146,9 +153,8 @@ def decisions(findings: Sequence[Finding], text: str, path: Path) -> dict[str, D
             for j in range(start, min(start + WINDOW + 1, len(lines))):
                 if j > start and mentions[j] and fid not in mentions[j]:
                     break
-                token = _decision_in_line(lines[j], path, j + 1, fid)
-                if token is not None:
-                    result = Decision(token, j + 1)
+                result = _decision_in_line(lines[j], j + 1)
+                if result is not None:
                     break
             if result is not None:
                 break

@@ -3,7 +3,8 @@
 The layout is codex-review's (docs/review.md#files): everything of one workflow sits in
 `.claude/codex-review/workflows/<id>/` under the project root. plan-build adds two kinds of
 files of its own next to the round artifacts (`<phase>-round-r<N>.json`, the round record,
-and `<phase>-approval-r<N>.json`, the approval record); codex-review ignores them.
+and `<phase>-approval-r<N>.json`, the approval record), and `plan-build-owner.json` (the
+owning Claude process) next to `workflow.json`; codex-review ignores them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plan_build.errors import usage
+from plan_build.fsutil import confine
 
 WORKFLOWS = Path(".claude") / "codex-review" / "workflows"
 PHASES = ("plan", "implement")
@@ -80,6 +82,12 @@ class WorkflowDir:
         return self.path / ".lock"
 
     @property
+    def owner_process(self) -> Path:
+        """plan-build's note of the Claude process behind the owner (codex-review ignores
+        it): what recognises the same session after /clear gave it a new id."""
+        return self.path / "plan-build-owner.json"
+
+    @property
     def artifacts(self) -> Path:
         return self.path / "artifacts"
 
@@ -111,6 +119,30 @@ def workflows_dir(root: Path) -> Path:
     return root / WORKFLOWS
 
 
+def _work_tree(root: Path) -> tuple[Path, Path | None]:
+    """The work tree holding the project root (the nearest directory with a .git) and its
+    .git; the project root itself when there is none."""
+    for directory in (root, *root.parents):
+        dot_git = directory / ".git"
+        if dot_git.exists():
+            return directory, dot_git
+    return root, None
+
+
+def guard(wdir: WorkflowDir) -> WorkflowDir:
+    """`wdir`, once neither the directories leading to it nor the entries in it are symbolic
+    links out of the work tree (or into .git): a cloned repository's `.claude -> /elsewhere`
+    or `workflows/<id> -> another project's workflow` must not steer reads or writes."""
+    top, dot_git = _work_tree(wdir.root)
+    confine(wdir.artifacts, top, forbid=dot_git)
+    for directory in (wdir.path, wdir.artifacts):
+        if directory.is_dir():
+            for entry in directory.iterdir():
+                if entry.is_symlink():
+                    confine(entry, top, forbid=dot_git)
+    return wdir
+
+
 __all__ = [
     "GENERATED_ID",
     "PHASES",
@@ -118,6 +150,7 @@ __all__ = [
     "WorkflowDir",
     "check_id",
     "find_root",
+    "guard",
     "new_id",
     "stamp",
     "workflows_dir",

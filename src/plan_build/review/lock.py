@@ -18,7 +18,7 @@ from pathlib import Path
 from types import FrameType
 
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.review.layout import WorkflowDir
+from plan_build.review.layout import WorkflowDir, guard
 from plan_build.review.sessions import create_time, pid_alive
 
 FRESH = 5.0  # seconds a lock without a pid file is presumed to be mid-creation
@@ -80,7 +80,7 @@ class WorkflowLock:
         self.held = False
 
     def acquire(self) -> None:
-        lock = self.wdir.lock
+        lock = guard(self.wdir).lock
         lock.parent.mkdir(parents=True, exist_ok=True)
         for _attempt in range(2):
             try:

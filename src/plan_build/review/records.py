@@ -34,6 +34,8 @@ class ReviewerRun:
     findings: list[str] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
     log: str | None = None
+    exit_code: int | None = None
+    stderr_tail: str | None = None
 
     @property
     def clean(self) -> bool:
@@ -67,6 +69,7 @@ class ApprovalRecord:
     deferred: list[dict[str, str]] = field(default_factory=list)
     waived: list[dict[str, str]] = field(default_factory=list)
     confirmed_on_terminal: bool = False
+    confirmed_how: str = ""  # what showed the answer came from a person, not an agent
 
 
 def sha256_file(path: Path) -> str | None:

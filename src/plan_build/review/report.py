@@ -15,7 +15,8 @@ from typing import Any
 from plan_build.review.findings import SEVERITIES
 from plan_build.review.ledger import Counts, Ledger, Row, counts
 from plan_build.review.records import RoundRecord
-from plan_build.review.rounds import Problem, phase_round, problems, record_of, stale
+from plan_build.review.rounds import Problem, phase_round, record_of, stale
+from plan_build.review.rounds import blocking as blocking_list
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView
 from plan_build.ui import Console
@@ -46,9 +47,7 @@ def build(ctx: ReviewContext, view: RoundView, ledger: Ledger, synced: bool = Tr
     if view.phase == "implement" and view.reviewed:
         report.reviewed_tree, report.current_tree, report.stale = stale(ctx, record)
     if view.wf.active:
-        report.blocking = problems(ctx, view, record)
-        if report.stale:
-            report.blocking.append(Problem("the change has moved since this round reviewed it"))
+        report.blocking = blocking_list(ctx, view, record)
     return report
 
 
@@ -57,7 +56,12 @@ def as_json(ctx: ReviewContext, r: Report) -> dict[str, Any]:
     reviewers = {}
     if r.record is not None:
         reviewers = {
-            name: {"status": run.status, "reason": run.reason, "seconds": run.seconds}
+            name: {
+                "status": run.status,
+                "reason": run.reason,
+                "seconds": run.seconds,
+                "exit_code": run.exit_code,
+            }
             for name, run in r.record.reviewers.items()
         }
     return {
@@ -88,16 +92,26 @@ def as_json(ctx: ReviewContext, r: Report) -> dict[str, Any]:
 
 
 def empty_json() -> dict[str, Any]:
+    """What `as_json` prints when there is no workflow: every key, null where unknown."""
     return {
         "workflow": None,
+        "task": None,
         "phase": None,
         "round": None,
         "step": None,
         "status": None,
+        "owner_session": None,
+        "owner_cwd": None,
+        "plan_source": None,
+        "files": None,
         "counts": {sev.lower(): Counts().as_json() for sev in SEVERITIES},
         "findings": [],
+        "reviewers": None,
         "reviewed_tree": None,
+        "current_tree": None,
         "stale": None,
+        "blocking": [],
+        "synced": None,
     }
 
 
@@ -176,6 +190,8 @@ def print_summary(ctx: ReviewContext, r: Report, console: Console) -> None:
                 f"({row.get('reviewer')})"
             )
             console.say(f"    {row.get('finding')}")
+    for f, d in r.view.unparsed:
+        console.say(f"note: {f.id} is undecided: {d.describe(r.view.findings_path)}")
     fresh = _freshness(r)
     if fresh:
         console.say(f"Change: {fresh}")

@@ -7,20 +7,33 @@ and more than one candidate is an error naming them all - plan-build never picks
 
 Differences from codex-review: an explicit id must exist (codex-review silently creates a
 new workflow instead); a workflow whose owning session has ended can be taken over by naming
-it with --workflow (codex-review never rebinds an owner).
+it with --workflow (codex-review never rebinds an owner); and a workflow whose owner is the
+same Claude process (pid and start time, from plan-build-owner.json) under the id it had
+before /clear is found and rebound to the new id.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from plan_build.errors import ExitCode, PlanBuildError, usage
+from plan_build.fsutil import atomic_write
 from plan_build.review.layout import WorkflowDir, check_id, workflows_dir
 from plan_build.review.sessions import ClaudeSession, live_session_ids
-from plan_build.review.workflow import Workflow, exists, list_ids, load, project_key, save
+from plan_build.review.workflow import (
+    Skipped,
+    Workflow,
+    exists,
+    list_ids,
+    load,
+    project_key,
+    save,
+    scan,
+)
 
 
 @dataclass
@@ -31,6 +44,7 @@ class Resolution:
     claim: bool = False  # bind the workflow to the session (under the lock)
     note: str | None = None
     orphans: tuple[str, ...] = ()  # active workflows whose owning session has ended
+    skipped: tuple[Skipped, ...] = ()  # folders under workflows/ that are not readable workflows
 
 
 def _ambiguous(kind: str, ids: list[str]) -> PlanBuildError:
@@ -49,8 +63,15 @@ def resolve(
 ) -> Resolution:
     if explicit is not None:
         return _explicit(root, session, env, check_id(explicit))
-    workflows = [load(WorkflowDir(root, i)) for i in list_ids(root)]
-    active = [wf for wf in workflows if wf.active]
+    workflows, skipped = scan(root)
+    res = _among(root, session, env, [wf for wf in workflows if wf.active])
+    res.skipped = tuple(skipped)
+    return res
+
+
+def _among(
+    root: Path, session: ClaudeSession | None, env: Mapping[str, str], active: list[Workflow]
+) -> Resolution:
     if session is None:
         if len(active) > 1:
             raise _ambiguous("multiple active workflows found", [wf.id for wf in active])
@@ -65,6 +86,19 @@ def resolve(
         )
     if owned:
         return Resolution(owned[0], WorkflowDir(root, owned[0].id), session)
+    cleared = _cleared(root, active, session, env)
+    if len(cleared) > 1:
+        raise _ambiguous(
+            f"Claude process {session.pid} owned several active workflows before /clear",
+            [wf.id for wf in cleared],
+        )
+    if cleared:
+        wf = cleared[0]
+        note = (
+            f"the Claude session was cleared (/clear): workflow {wf.id} of session "
+            f"{wf.owner_session_id} continues in {session.session_id}"
+        )
+        return Resolution(wf, WorkflowDir(root, wf.id), session, claim=True, note=note)
     unowned = [wf for wf in active if not wf.owner_session_id]
     if len(unowned) > 1:
         raise _ambiguous(
@@ -111,6 +145,15 @@ def _explicit(
     return res
 
 
+def last_completed(root: Path, session: ClaudeSession | None) -> Workflow | None:
+    """The most recently finished workflow this session may look at (its own or an unowned
+    one; without a session, any): what `review.status` shows until a new workflow starts."""
+    done = [wf for wf in scan(root)[0] if wf.status == "completed"]
+    if session is not None:
+        done = [wf for wf in done if wf.owner_session_id in (session.session_id, "")]
+    return max(done, key=lambda wf: (wf.updated_at, wf.id), default=None)
+
+
 def claim(wdir: WorkflowDir, session: ClaudeSession, now: _dt.datetime) -> Workflow:
     """Bind the workflow to the session (re-read first, under the caller's lock)."""
     wf = load(wdir)
@@ -118,7 +161,48 @@ def claim(wdir: WorkflowDir, session: ClaudeSession, now: _dt.datetime) -> Workf
     wf.owner_cwd = session.cwd
     wf.owner_project_key = project_key(session.cwd) if session.cwd else ""
     save(wdir, wf, now)
+    record_owner(wdir, session)
     return wf
 
 
-__all__ = ["Resolution", "claim", "resolve"]
+def record_owner(wdir: WorkflowDir, session: ClaudeSession) -> None:
+    """Note which Claude process owns the workflow: after /clear the same process (pid and
+    start time) runs under a new session id, and only this note can tell."""
+    data = {"session_id": session.session_id, "pid": session.pid, "proc_start": session.proc_start}
+    atomic_write(wdir.owner_process, json.dumps(data) + "\n", mode=0o644)
+
+
+def _owner_process(wdir: WorkflowDir) -> dict[str, object] | None:
+    try:
+        data = json.loads(wdir.owner_process.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _cleared(
+    root: Path, active: list[Workflow], session: ClaudeSession, env: Mapping[str, str]
+) -> list[Workflow]:
+    """Active workflows of an earlier id of this very Claude process: same pid and same start
+    time on record, and that earlier id no longer live. Anything less certain is no match."""
+    if session.proc_start is None:
+        return []
+    found = []
+    for wf in active:
+        if not wf.owner_session_id or wf.owner_session_id == session.session_id:
+            continue
+        note = _owner_process(WorkflowDir(root, wf.id))
+        if (
+            note is not None
+            and note.get("session_id") == wf.owner_session_id
+            and note.get("pid") == session.pid
+            and note.get("proc_start") == session.proc_start
+        ):
+            found.append(wf)
+    if found:
+        live = live_session_ids(env)
+        found = [wf for wf in found if wf.owner_session_id not in live]
+    return found
+
+
+__all__ = ["Resolution", "claim", "last_completed", "record_owner", "resolve"]

@@ -8,9 +8,12 @@ as a clean round.
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +54,8 @@ class Outcome:
     seconds: float = 0.0
     argv: list[str] = field(default_factory=list)
     log: Path | None = None
+    exit_code: int | None = None  # the reviewer process's exit status, when it exited
+    stderr_tail: str | None = None  # the end of its stderr, when it did not review
 
     @property
     def ok(self) -> bool:
@@ -67,6 +72,12 @@ def classify(name: str, message: str) -> tuple[str, str]:
     return "failed", f"{name} failed: {first}"
 
 
+def tail(text: str, lines: int = 20, limit: int = 2000) -> str:
+    """The last non-blank lines of a stream (at most `limit` characters), for records."""
+    kept = [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
+    return "\n".join(kept)[-limit:]
+
+
 def duration(seconds: float) -> str:
     seconds = round(seconds)
     if seconds < 60:
@@ -78,23 +89,91 @@ def duration(seconds: float) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def heartbeat(
-    console: Console, name: str, doing: str, *, live: bool = True
-) -> tuple[Callable[[float], None], float]:
-    """A heartbeat for proc.run and how often to call it: a live status line every second on
-    a terminal, one line every 30 s otherwise (and when two reviewers run at once)."""
-    if console.fancy and live:
+HEARTBEAT = 30.0  # seconds between progress lines off a terminal
+HEARTBEAT_ENV = "PLAN_BUILD_HEARTBEAT_SEC"  # overrides it (tests, CI logs)
 
-        def status_line(elapsed: float) -> None:
-            console.stream.write(f"\r\033[K  {name:<11} {doing} · {duration(elapsed)}")
-            console.stream.flush()
 
-        return status_line, 1.0
+def heartbeat_every(env: Mapping[str, str]) -> float:
+    """The interval of progress lines off a terminal: PLAN_BUILD_HEARTBEAT_SEC, else 30 s."""
+    try:
+        value = float(env.get(HEARTBEAT_ENV, "") or HEARTBEAT)
+    except ValueError:
+        return HEARTBEAT
+    return value if math.isfinite(value) and 0 < value <= 3600 else HEARTBEAT
 
-    def line(elapsed: float) -> None:
-        console.say(f"  {name:<11} still {doing} · {duration(elapsed)}")
 
-    return line, 30.0
+class Progress:
+    """One status line for every reviewer of a round, e.g.
+    `codex reviewing · 41s · coderabbit done (3 findings)`: redrawn every second on a
+    terminal, printed as a plain line every `every` seconds otherwise. Reviewers running in
+    other threads report with `finish`."""
+
+    def __init__(self, console: Console, names: Sequence[str], *, every: float = HEARTBEAT):
+        self.console = console
+        self.names = list(names)
+        self.every = every
+        self.started = time.monotonic()
+        self._state = dict.fromkeys(self.names, "reviewing")
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def line(self) -> str:
+        elapsed = duration(time.monotonic() - self.started)
+        parts = []
+        for name in self.names:
+            state = self._state[name]
+            parts.append(
+                f"{name} {state} · {elapsed}" if state == "reviewing" else f"{name} {state}"
+            )
+        return " · ".join(parts)
+
+    def render(self) -> None:
+        with self._lock:
+            if self.console.fancy:
+                self.console.stream.write(f"\r\033[K  {self.line()}")
+                self.console.stream.flush()
+            else:
+                self.console.say(f"  {self.line()}")
+
+    def say(self, text: str) -> None:
+        """A line of its own while the progress line runs (the live line is redrawn next tick)."""
+        with self._lock:
+            end_live_line(self.console)
+            self.console.say(text)
+
+    def finish(self, name: str, state: str) -> None:
+        """`name` is no longer reviewing: `state` is what it ended with."""
+        with self._lock:
+            self._state[name] = state
+        if self.console.fancy:
+            self.render()
+
+    def _run(self) -> None:
+        period = 1.0 if self.console.fancy else self.every
+        while not self._stop.wait(period):
+            self.render()
+
+    def __enter__(self) -> Progress:
+        self.started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="review-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        end_live_line(self.console)
+
+
+def findings_state(outcome: Outcome, count: int) -> str:
+    """How a reviewer's part of the progress line reads once it has stopped."""
+    if not outcome.ok:
+        return outcome.status
+    if count == 0:
+        return "done (no findings)"
+    return f"done ({count} finding{'s' if count != 1 else ''})"
 
 
 def end_live_line(console: Console) -> None:
@@ -113,11 +192,16 @@ def keep_log(directory: Path, name: str, argv: Sequence[str], stdout: str, stder
 
 
 __all__ = [
+    "HEARTBEAT",
+    "HEARTBEAT_ENV",
     "Outcome",
+    "Progress",
     "RawFinding",
     "classify",
     "duration",
     "end_live_line",
-    "heartbeat",
+    "findings_state",
+    "heartbeat_every",
     "keep_log",
+    "tail",
 ]

@@ -9,10 +9,12 @@ with nothing but its record and a log written, so `plan-build review` simply tri
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from plan_build import proc
 from plan_build.dispatch import recipe
@@ -37,9 +39,15 @@ from plan_build.review.records import (
     save_round,
     sha256_file,
 )
-from plan_build.review.reviewers import Outcome, duration, end_live_line, heartbeat
+from plan_build.review.reviewers import (
+    Outcome,
+    Progress,
+    duration,
+    findings_state,
+    heartbeat_every,
+)
 from plan_build.review.runtime import ReviewContext, changed_since_head
-from plan_build.review.steps import RoundView, Step, inspect, read_optional
+from plan_build.review.steps import RoundView, Step, inspect, read_optional, view_of
 from plan_build.review.workflow import Workflow, save
 
 FILE_MODE = 0o644
@@ -159,6 +167,8 @@ def _as_run(outcome: Outcome, ids: list[str], root_rel: str | None) -> ReviewerR
         findings=ids,
         argv=list(outcome.argv),
         log=root_rel,
+        exit_code=outcome.exit_code,
+        stderr_tail=outcome.stderr_tail,
     )
 
 
@@ -167,46 +177,42 @@ class RoundResult:
     view: RoundView
     record: RoundRecord
     problems: list[Problem] = field(default_factory=list)
+    early: bool = False  # the findings file existed before this review was written
 
 
 def _ask_codex(
-    ctx: ReviewContext, wdir: WorkflowDir, context: prompts.PromptContext, *, live: bool
+    ctx: ReviewContext, wdir: WorkflowDir, context: prompts.PromptContext, progress: Progress
 ) -> Outcome:
-    beat, every = heartbeat(ctx.console, "codex", "reviewing", live=live)
-    try:
-        return codex.review(
-            lambda strict: prompts.build(ctx.templates, context, strict=strict),
-            cwd=ctx.repo.root,
-            env=ctx.env,
-            out=wdir.lock / "codex-last-message.md",
-            log_dir=wdir.artifacts,
-            timeout=codex.timeout_from(ctx.env, ctx.config.get("review.codex_timeout")),
-            # the fixed recipe's reviewer role, unless codex-review's own override is set
-            model=codex.model_from(ctx.env, ctx.config.get("review.codex_model"))
-            or recipe.RECIPE.role(recipe.REVIEWER).model,
-            beat=beat,
-            beat_every=every,
-            on_retry=lambda why: ctx.console.say(
-                f"  codex answered without a readable review ({why}); asking once more"
-            ),
-        )
-    finally:
-        end_live_line(ctx.console)
+    return codex.review(
+        lambda strict: prompts.build(ctx.templates, context, strict=strict),
+        cwd=ctx.repo.root,
+        env=ctx.env,
+        out=wdir.lock / "codex-last-message.md",
+        log_dir=wdir.artifacts,
+        timeout=codex.timeout_from(ctx.env, ctx.config.get("review.codex_timeout")),
+        # the fixed recipe's reviewer role, unless codex-review's own override is set
+        model=codex.model_from(ctx.env, ctx.config.get("review.codex_model"))
+        or recipe.RECIPE.role(recipe.REVIEWER).model,
+        on_retry=lambda why: progress.say(
+            f"  codex answered without a readable review ({why}); asking once more"
+        ),
+    )
 
 
-def _ask_coderabbit(ctx: ReviewContext, wdir: WorkflowDir, cancel: threading.Event) -> Outcome:
-    """CodeRabbit on the local change; runs beside Codex, so its heartbeat is plain lines."""
+def _ask_coderabbit(
+    ctx: ReviewContext, wdir: WorkflowDir, cancel: threading.Event, progress: Progress
+) -> Outcome:
+    """CodeRabbit on the local change, beside Codex; it reports to the shared progress line."""
     configured = ctx.config.get("review.coderabbit_timeout")
-    beat, every = heartbeat(ctx.console, "coderabbit", "reviewing", live=False)
-    return coderabbit.review(
+    outcome = coderabbit.review(
         cwd=ctx.repo.root,
         env=ctx.env,
         log_dir=wdir.artifacts,
         timeout=float(configured) if configured else coderabbit.DEFAULT_TIMEOUT,
-        beat=beat,
-        beat_every=every,
         cancel=cancel,
     )
+    progress.finish("coderabbit", findings_state(outcome, len(outcome.findings)))
+    return outcome
 
 
 def _prompt_context(
@@ -235,40 +241,76 @@ def _prompt_context(
     )
 
 
-def _codex_part(
-    ctx: ReviewContext,
-    wf: Workflow,
-    wdir: WorkflowDir,
-    context: prompts.PromptContext,
-    *,
-    record: RoundRecord,
-    label: str,
-    live: bool,
-) -> str:
-    """Codex's review of the round, recorded; a failed review leaves the round unreviewed."""
-    outcome = _ask_codex(ctx, wdir, context, live=live)
-    text = "\n".join(line for line in outcome.text.split("\n") if line.strip() != CODERABBIT_MARKER)
-    found = extract(text) if outcome.ok else []
-    run = _as_run(outcome, [f.id for f in found], ctx.rel(outcome.log) if outcome.log else None)
-    record.reviewers["codex"] = run
-    _report(ctx, run, found)
-    if not outcome.ok:
-        record.finished_at = stamp(ctx.now())
-        save_round(wdir, record)
-        save(wdir, wf, ctx.now())
-        raise PlanBuildError(
-            f"Codex did not review {label} ({run.status}: {run.reason}); the round stays "
-            "unreviewed and no review file was written",
-            "fix the cause, then run plan-build review to try the same round again",
-            code=ExitCode.BLOCKED,
+def _reviewers(
+    ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, context: prompts.PromptContext
+) -> tuple[Outcome, Outcome | None]:
+    """Codex (and, in implementation rounds, CodeRabbit beside it) under one progress line.
+    If Codex does not review, CodeRabbit is stopped."""
+    implement = wf.phase == "implement"
+    names = ["codex", "coderabbit"] if implement else ["codex"]
+    stop_rabbit = threading.Event()
+    with (
+        Progress(ctx.console, names, every=heartbeat_every(ctx.env)) as progress,
+        ThreadPoolExecutor(max_workers=1) as pool,
+    ):
+        rabbit = (
+            pool.submit(_ask_coderabbit, ctx, wdir, stop_rabbit, progress) if implement else None
         )
-    return text if text.endswith("\n") else text + "\n"
+        try:
+            outcome = _ask_codex(ctx, wdir, context, progress)
+        except BaseException:
+            stop_rabbit.set()
+            raise
+        count = len(extract(outcome.text)) if outcome.ok else 0
+        progress.finish("codex", findings_state(outcome, count))
+        if not outcome.ok or rabbit is None:
+            stop_rabbit.set()  # the round stays unreviewed: CodeRabbit's review is not needed
+            return outcome, None
+        return outcome, rabbit.result()
+
+
+def _set_aside(path: Path) -> Path:
+    """Move a review file that is not a review out of the way, keeping its bytes."""
+    digits = str(secrets.randbelow(10**6)).zfill(6)
+    kept = path.with_name(f"{path.stem}.not-a-review.{digits}.md")
+    path.rename(kept)
+    return kept
+
+
+def _write_round(
+    ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, record: RoundRecord, text: str
+) -> tuple[RoundView, bool]:
+    """Write the round's record, review, findings note and ledger rows - after working all of
+    them out in memory, so a ledger that refuses the sync (exit 2) leaves none of them written.
+    Returns the round as written and whether its findings file was there before."""
+    responses = wdir.findings(wf.phase, wf.round)
+    early = responses.is_file()
+    note = not all_tag_ids(text) and not responses.exists()
+    decided = read_optional(responses) or (NO_FINDINGS_RESPONSE if note else None)
+    ledger = Ledger.load(wdir.ledger)
+    ledger.sync(wf.phase, wf.round, view_of(wf, wdir, text, decided).entries(), ctx.now())
+    review_path = wdir.review(wf.phase, wf.round)
+    if inspect(wf, wdir).malformed is not None and review_path.is_file():
+        kept = _set_aside(review_path)
+        ctx.console.say(f"  the earlier {review_path.name} was not a review; kept as {kept.name}")
+    save_round(wdir, record)
+    atomic_write(review_path, text, mode=FILE_MODE)
+    if note:
+        atomic_write(responses, NO_FINDINGS_RESPONSE, mode=FILE_MODE)
+    if ledger.changed:
+        ledger.save()
+    view = inspect(wf, wdir)
+    save(wdir, wf, ctx.now())
+    return view, early
 
 
 def run_round(
     ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, focus: str | None
 ) -> RoundResult:
-    """Review the current round (its step must be `working`); the caller holds the lock."""
+    """Review the current round (its step must be `working`); the caller holds the lock.
+
+    Everything the round writes (record, review, findings note, ledger rows) is worked out in
+    memory first, so a refusal - e.g. a ledger row it cannot read - writes none of it."""
     label = phase_round(wf.phase, wf.round)
     wdir.artifacts.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     plan_text = ensure_plan(ctx, wf, wdir)
@@ -286,49 +328,43 @@ def run_round(
     ctx.console.say(f"reviewing {label} of workflow {wf.id}")
     # In an implementation round CodeRabbit reviews the same change while Codex does: a round
     # takes as long as the slower reviewer, not both added up.
-    stop_rabbit = threading.Event()
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        rabbit = (
-            pool.submit(_ask_coderabbit, ctx, wdir, stop_rabbit)
-            if wf.phase == "implement"
-            else None
+    try:
+        outcome, cr = _reviewers(ctx, wf, wdir, context)
+    except KeyboardInterrupt:
+        ctx.console.say(f"stopped: {label} stays unreviewed; no review file was written")
+        raise
+    text = "\n".join(line for line in outcome.text.split("\n") if line.strip() != CODERABBIT_MARKER)
+    found = extract(text) if outcome.ok else []
+    run = _as_run(outcome, [f.id for f in found], ctx.rel(outcome.log) if outcome.log else None)
+    record.reviewers["codex"] = run
+    _report(ctx, run, found)
+    if not outcome.ok:
+        record.finished_at = stamp(ctx.now())
+        save_round(wdir, record)
+        save(wdir, wf, ctx.now())
+        raise PlanBuildError(
+            f"Codex did not review {label} ({run.status}: {run.reason}); the round stays "
+            "unreviewed and no review file was written",
+            "fix the cause, then run plan-build review to try the same round again",
+            code=ExitCode.BLOCKED,
         )
-        try:
-            text = _codex_part(
-                ctx, wf, wdir, context, record=record, label=label, live=rabbit is None
-            )
-            if rabbit is not None:
-                cr = rabbit.result()
-                part, ids = coderabbit.section(cr, _taken(text))
-                text += part
-                run = _as_run(cr, ids, ctx.rel(cr.log) if cr.log else None)
-                record.reviewers["coderabbit"] = run
-                _report(ctx, run, extract(text))
-                record.tree_after = ctx.fingerprint()
-        except KeyboardInterrupt:
-            stop_rabbit.set()
-            end_live_line(ctx.console)
-            ctx.console.say(f"stopped: {label} stays unreviewed; no review file was written")
-            raise
-        except BaseException:
-            stop_rabbit.set()
-            raise
+    text = text if text.endswith("\n") else text + "\n"
+    if cr is not None:
+        part, ids = coderabbit.section(cr, _taken(text))
+        text += part
+        rabbit_run = _as_run(cr, ids, ctx.rel(cr.log) if cr.log else None)
+        record.reviewers["coderabbit"] = rabbit_run
+        _report(ctx, rabbit_run, extract(text))
+        record.tree_after = ctx.fingerprint()
     record.finished_at = stamp(ctx.now())
-    save_round(wdir, record)
-    atomic_write(wdir.review(wf.phase, wf.round), text, mode=FILE_MODE)
-    responses = wdir.findings(wf.phase, wf.round)
-    if not all_tag_ids(text) and not responses.exists():
-        atomic_write(responses, NO_FINDINGS_RESPONSE, mode=FILE_MODE)
-    view = inspect(wf, wdir)
-    sync_ledger(ctx, view)
-    save(wdir, wf, ctx.now())
+    view, early = _write_round(ctx, wf, wdir, record, text)
     ctx.console.say(f"  review    {ctx.rel(view.review_path)}")
     ctx.console.say(f"  findings  {ctx.rel(view.findings_path)}")
     if record.reviewed_tree is not None and record.tree_after != record.reviewed_tree:
         ctx.console.say(
             "  note: the change moved while it was being reviewed; this round is already stale"
         )
-    return RoundResult(view, record, problems(ctx, view, record))
+    return RoundResult(view, record, blocking(ctx, view, record), early=early)
 
 
 @dataclass(frozen=True)
@@ -338,17 +374,23 @@ class Problem:
     fix: str | None = None
 
 
+def _unreviewed(ctx: ReviewContext, view: RoundView) -> Problem:
+    if view.malformed is not None:
+        return Problem(
+            f"{ctx.rel(view.review_path)} is not a review ({view.malformed})",
+            fix="run plan-build review to review the round again",
+        )
+    return Problem(
+        f"{phase_round(view.phase, view.round)} has not been reviewed yet",
+        fix="run plan-build review",
+    )
+
+
 def problems(ctx: ReviewContext, view: RoundView, record: RoundRecord | None) -> list[Problem]:
     """Why this round cannot be approved as it stands (empty: it can)."""
     out: list[Problem] = []
     if view.step == Step.WORKING:
-        out.append(
-            Problem(
-                f"{phase_round(view.phase, view.round)} has not been reviewed yet",
-                fix="run plan-build review",
-            )
-        )
-        return out
+        return [_unreviewed(ctx, view)]
     if view.step == Step.REVIEW:
         decide = (
             f"write 'Decision: {TOKENS[view.phase]}' under each finding id in "
@@ -362,6 +404,10 @@ def problems(ctx: ReviewContext, view: RoundView, record: RoundRecord | None) ->
         if view.undecided:
             ids = ", ".join(f.id for f in view.undecided)
             out.append(Problem(f"findings without a decision: {ids}", fix=decide))
+        for f, d in view.unparsed:
+            out.append(
+                Problem(f"{f.id} is undecided: {d.describe(view.findings_path)}", fix=decide)
+            )
     for f in view.findings:
         if view.token(f) != "DEFER":
             continue
@@ -393,15 +439,67 @@ def stale(
     return reviewed, current, reviewed != current
 
 
+REPEAT = "run plan-build review.repeat to review the change as it is now"
+
+
+def short(tree: str | None) -> str:
+    return tree[:12] if tree else "unknown"
+
+
+def blocking(ctx: ReviewContext, view: RoundView, record: RoundRecord | None) -> list[Problem]:
+    """Everything that stands between this round and its approval - the one list that
+    `review.status`, the review commands and `review.approve` all use (empty: approvable)."""
+    out = problems(ctx, view, record)
+    if not view.reviewed:
+        return out
+    label = phase_round(view.phase, view.round)
+    if view.phase == "implement":
+        reviewed, current, moved = stale(ctx, record)
+        if moved:
+            out.append(
+                Problem(
+                    f"the change has moved since {label} reviewed it "
+                    f"(reviewed {short(reviewed)}, now {short(current)})",
+                    fix=REPEAT,
+                )
+            )
+        elif reviewed is not None:
+            marked = [f.id for f in view.findings if view.token(f) in ("FIX", "ACCEPT")]
+            if marked:
+                out.append(
+                    Problem(
+                        f"{', '.join(marked)} marked FIX, but the change has not moved since "
+                        "this round reviewed it, so the fix is not in what was reviewed",
+                        fix="apply the fixes, then "
+                        + REPEAT.removeprefix("run ")
+                        + " (or record a different decision)",
+                    )
+                )
+    elif (
+        record is not None
+        and record.plan_sha256
+        and sha256_file(view.wdir.plan) != record.plan_sha256
+    ):
+        out.append(
+            Problem(
+                f"{ctx.rel(view.wdir.plan)} changed since {label} reviewed it",
+                fix="run plan-build review.repeat to review the plan as it is now",
+            )
+        )
+    return out
+
+
 def record_of(view: RoundView) -> RoundRecord | None:
     return load_round(view.wdir, view.phase, view.round)
 
 
 __all__ = [
     "NO_FINDINGS_RESPONSE",
+    "REPEAT",
     "TOKENS",
     "Problem",
     "RoundResult",
+    "blocking",
     "ensure_plan",
     "phase_round",
     "prior_findings",
@@ -409,6 +507,7 @@ __all__ = [
     "record_of",
     "require_codex",
     "run_round",
+    "short",
     "stale",
     "sync_ledger",
 ]

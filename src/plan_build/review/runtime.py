@@ -59,6 +59,7 @@ class ReviewContext:
     _session: sessions.ClaudeSession | None = field(default=None, init=False)
     _resolved: bool = field(default=False, init=False)
     warnings: list[str] = field(default_factory=list)
+    parents: Callable[[], list[int]] | None = None  # the process-tree walk (tests replace it)
 
     @classmethod
     def build(cls, s: Session, workflow: str | None = None) -> ReviewContext:

@@ -16,7 +16,6 @@ another session.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -24,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.proctree import ancestors, create_time, pid_alive, process_start
 
-MAX_DEPTH = 64
 ID_HINT = "CLAUDE_CODE_SESSION_ID"
 PID_HINT = "PLAN_BUILD_CLAUDE_PID"
 ID_SHAPE = re.compile(r"^[0-9A-Fa-f-]{36}$")
@@ -39,6 +38,7 @@ class ClaudeSession:
     cwd: str
     file: Path
     source: str  # how it was found: "process tree", ID_HINT or PID_HINT
+    proc_start: str | None = None  # the live process's start time (/proc), when known
 
 
 class SessionError(PlanBuildError):
@@ -82,53 +82,6 @@ def read_session_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def process_start(pid: int) -> str | None:
-    """The process start time as Linux records it (clock ticks since boot), which is what
-    Claude Code writes as `procStart`; None where /proc is not available."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def create_time(pid: int) -> float | None:
-    import psutil
-
-    try:
-        return float(psutil.Process(pid).create_time())
-    except (psutil.Error, OSError):
-        return None
-
-
-def pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def ancestors() -> list[int]:
-    """This process's parent, grandparent, ... (nearest first), up to MAX_DEPTH."""
-    import psutil
-
-    chain: list[int] = []
-    try:
-        proc = psutil.Process(os.getpid()).parent()
-        while proc is not None and proc.pid > 1 and len(chain) < MAX_DEPTH:
-            chain.append(proc.pid)
-            proc = proc.parent()
-    except psutil.Error:
-        pass
-    return chain
-
-
 def why_not_live(info: Mapping[str, Any], pid: int) -> str | None:
     """Why the session file of `pid` does not describe a running interactive session."""
     if not pid_alive(pid):
@@ -168,7 +121,14 @@ def _from_file(path: Path, pid: int, source: str) -> tuple[ClaudeSession | None,
     if reason:
         return None, reason
     cwd = info.get("cwd")
-    return ClaudeSession(pid, session_id, cwd if isinstance(cwd, str) else "", path, source), ""
+    where = cwd if isinstance(cwd, str) else ""
+    return ClaudeSession(pid, session_id, where, path, source, process_start(pid)), ""
+
+
+def live_file(directory: Path, pid: int) -> bool:
+    """Whether `directory/<pid>.json` describes the running interactive session `pid`."""
+    session, _ = _from_file(directory / f"{pid}.json", pid, "process tree")
+    return session is not None
 
 
 def _numbered_files(directory: Path) -> list[tuple[int, Path]]:
@@ -197,14 +157,17 @@ def _by_pid(directory: Path, pid_hint: str, id_hint: str) -> ClaudeSession:
 
 def _by_id(directory: Path, id_hint: str, tree: ClaudeSession | None) -> ClaudeSession:
     if tree is not None and tree.session_id == id_hint:
-        return ClaudeSession(tree.pid, tree.session_id, tree.cwd, tree.file, ID_HINT)
+        return ClaudeSession(
+            tree.pid, tree.session_id, tree.cwd, tree.file, ID_HINT, tree.proc_start
+        )
     if tree is not None:
+        # claude 2.1.332 changes both to the new id on /clear, so they disagree only when the
+        # variable was inherited from another session (a nested shell, a copied environment)
         raise SessionError(
             f"{ID_HINT} is {id_hint}, but this process runs under Claude Code pid {tree.pid} "
             f"whose session file says {tree.session_id}",
-            "Claude Code keeps the old id in its session file after /clear "
-            "(anthropics/claude-code#36213): restart Claude Code, or name the workflow with "
-            "--workflow ID",
+            f"the variable comes from another session: unset {ID_HINT} (the process tree "
+            "finds the session), or name the workflow with --workflow ID",
         )
     matches = []
     for pid, path in _numbered_files(directory):
@@ -259,6 +222,8 @@ __all__ = [
     "SessionError",
     "ancestors",
     "claude_dir",
+    "create_time",
+    "live_file",
     "live_session_ids",
     "pid_alive",
     "process_start",

@@ -1,7 +1,10 @@
 """The step of a workflow's current round, derived from its files (never stored).
 
-completed/cancelled from the status; otherwise `working` until the round's review exists,
-`review` until every finding in it has a decision in the findings file, then `approval`.
+completed/cancelled from the status; otherwise `working` until the round's review exists and
+is a review, `review` until every finding in it has a decision in the findings file, then
+`approval`. A review file that is not a review (no tags and no "No findings." summary with all
+four counts - what codex-review leaves after a garbage answer) is `working`: never approvable,
+and the next `plan-build review` reviews the round again.
 """
 
 from __future__ import annotations
@@ -10,7 +13,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from plan_build.review.findings import Decision, Finding, decided, decisions, extract
+from plan_build.review.findings import (
+    CODERABBIT_MARKER,
+    Decision,
+    Finding,
+    decided,
+    decisions,
+    extract,
+    invalid_reason,
+)
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.ledger import Entry
 from plan_build.review.workflow import Workflow, read_text
@@ -39,6 +50,7 @@ class RoundView:
     findings: list[Finding] = field(default_factory=list)
     decisions: dict[str, Decision | None] = field(default_factory=dict)
     step: Step = Step.WORKING
+    malformed: str | None = None  # why the review file is not a review
 
     @property
     def phase(self) -> str:
@@ -58,7 +70,17 @@ class RoundView:
 
     @property
     def reviewed(self) -> bool:
-        return bool(self.review and self.review.strip())
+        return bool(self.review and self.review.strip()) and self.malformed is None
+
+    @property
+    def unparsed(self) -> list[tuple[Finding, Decision]]:
+        """Findings whose 'Decision:' line holds a word that is no decision."""
+        out = []
+        for f in self.findings:
+            d = self.decisions.get(f.id)
+            if d is not None and d.unparsed is not None:
+                out.append((f, d))
+        return out
 
     @property
     def undecided(self) -> list[Finding]:
@@ -72,10 +94,28 @@ class RoundView:
         return [Entry(f.reviewer, f.id, f.severity, f.text, self.token(f)) for f in self.findings]
 
 
+def codex_part(review: str) -> str:
+    """The review without the CodeRabbit part plan-build appends (what Codex answered)."""
+    lines = review.split("\n")
+    for i, line in enumerate(lines):
+        if line.strip() == CODERABBIT_MARKER:
+            return "\n".join(lines[:i])
+    return review
+
+
 def inspect(wf: Workflow, wdir: WorkflowDir) -> RoundView:
     review = read_optional(wdir.review(wf.phase, wf.round))
     responses = read_optional(wdir.findings(wf.phase, wf.round))
+    return view_of(wf, wdir, review, responses)
+
+
+def view_of(
+    wf: Workflow, wdir: WorkflowDir, review: str | None, responses: str | None
+) -> RoundView:
+    """The round as these two texts make it (inspect reads them from the files)."""
     view = RoundView(wf, wdir, review, responses)
+    if review is not None and review.strip():
+        view.malformed = invalid_reason(codex_part(review))
     if view.reviewed:
         view.findings = extract(review or "")
         if responses is not None:
@@ -93,4 +133,4 @@ def inspect(wf: Workflow, wdir: WorkflowDir) -> RoundView:
     return view
 
 
-__all__ = ["RoundView", "Step", "inspect", "read_optional"]
+__all__ = ["RoundView", "Step", "codex_part", "inspect", "read_optional", "view_of"]

@@ -5,32 +5,37 @@ Approval is refused (exit 6) while any finding lacks a decision, while a CRITICA
 MEDIUM finding is deferred, when the plan or the change moved since the round reviewed it,
 and - in the implementation phase - while findings are marked FIX in the very round being
 approved (the fix has not been reviewed: apply it and repeat). Deferring LOW findings and
-going ahead without a reviewer that was skipped need the user's confirmation on a terminal;
-both are written to the round's approval record. Without a terminal the gate stops (exit 4).
+going ahead without a reviewer that was skipped need the user's confirmation on a terminal,
+never inside an agent session (interact.require_person); both, and how the answer was
+confirmed, are written to the round's approval record. Without a terminal the gate stops
+(exit 4).
 """
 
 from __future__ import annotations
 
 from plan_build.errors import ExitCode, PlanBuildError, usage
+from plan_build.interact import require_person
 from plan_build.review.layout import WorkflowDir, stamp
 from plan_build.review.records import ApprovalRecord, save_approval, sha256_file
 from plan_build.review.rounds import (
+    REPEAT,
     Problem,
+    blocking,
     phase_round,
     problems,
     record_of,
-    stale,
+    short,
     sync_ledger,
 )
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView, Step, inspect
 from plan_build.review.workflow import Workflow, save
 
-REPEAT = "run plan-build review.repeat to review the change as it is now"
 
-
-def short(tree: str | None) -> str:
-    return tree[:12] if tree else "unknown"
+def approve_command(wf: Workflow) -> str:
+    """The approval the user runs in their own terminal, where no Claude session names the
+    workflow: so it names it."""
+    return f"plan-build review.approve --workflow {wf.id}"
 
 
 def require_active(wf: Workflow) -> None:
@@ -55,52 +60,11 @@ def blocked(what: str, found: list[Problem]) -> PlanBuildError:
 
 
 def gate(ctx: ReviewContext, view: RoundView) -> tuple[list[Problem], str | None]:
-    """Everything that stands between this round and its approval, and the reviewed tree."""
+    """Everything that stands between this round and its approval (rounds.blocking, the list
+    review.status shows too), and the tree an approval would be for."""
     record = record_of(view)
-    found = problems(ctx, view, record)
-    tree: str | None = None
-    if view.step != Step.APPROVAL:
-        return found, None
-    if view.phase == "implement":
-        reviewed, current, moved = stale(ctx, record)
-        tree = reviewed
-        if moved:
-            found.append(
-                Problem(
-                    f"the change has moved since {phase_round(view.phase, view.round)} "
-                    f"reviewed it (reviewed {short(reviewed)}, now {short(current)})",
-                    fix=REPEAT,
-                )
-            )
-        elif reviewed is None:
-            ctx.console.say(
-                f"note: {phase_round(view.phase, view.round)} was not reviewed by plan-build, so "
-                "the change it covered is unknown; the commit step will ask for a fresh review"
-            )
-        else:
-            marked = [f.id for f in view.findings if view.token(f) in ("FIX", "ACCEPT")]
-            if marked:
-                found.append(
-                    Problem(
-                        f"{', '.join(marked)} marked FIX, but the change has not moved since "
-                        "this round reviewed it, so the fix is not in what was reviewed",
-                        fix="apply the fixes, then "
-                        + REPEAT.removeprefix("run ")
-                        + " (or record a different decision)",
-                    )
-                )
-    elif (
-        record is not None
-        and record.plan_sha256
-        and sha256_file(view.wdir.plan) != record.plan_sha256
-    ):
-        found.append(
-            Problem(
-                f"{ctx.rel(view.wdir.plan)} changed since "
-                f"{phase_round(view.phase, view.round)} reviewed it",
-                fix="run plan-build review.repeat to review the plan as it is now",
-            )
-        )
+    found = blocking(ctx, view, record)
+    tree = record.reviewed_tree if record is not None and view.phase == "implement" else None
     return found, tree
 
 
@@ -115,11 +79,23 @@ def approve(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
     label = phase_round(wf.phase, wf.round)
     if hard:
         raise blocked(f"{label} cannot be approved yet", hard)
+    if wf.phase == "implement" and tree is None:
+        ctx.console.say(
+            f"note: {label} was not reviewed by plan-build, so the change it covered is "
+            "unknown; the commit step will ask for a fresh review"
+        )
     waivable = [p for p in found if p.waivable]
+    how = "not asked: nothing deferred and no reviewer waived"
     if waivable:
         ctx.console.say(f"{label} is ready except for:")
         for p in waivable:
             ctx.console.say(f"  - {p.text}")
+        how = require_person(
+            ctx.env,
+            what=f"approving {label} with these",
+            command=approve_command(wf),
+            parents=ctx.parents,
+        )
         question = "Approve anyway, recording these in the approval record?"
         if not ctx.ui.confirm(question, default=False):
             raise PlanBuildError(
@@ -150,6 +126,7 @@ def approve(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
             deferred=deferred,
             waived=waived,
             confirmed_on_terminal=bool(waivable),
+            confirmed_how=how,
         ),
     )
     if wf.phase == "plan":
@@ -193,4 +170,14 @@ def done(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
     return wf
 
 
-__all__ = ["approve", "blocked", "done", "gate", "repeat", "require_active", "short"]
+__all__ = [
+    "REPEAT",
+    "approve",
+    "approve_command",
+    "blocked",
+    "done",
+    "gate",
+    "repeat",
+    "require_active",
+    "short",
+]

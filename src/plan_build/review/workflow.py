@@ -16,7 +16,7 @@ from typing import Any
 
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.fsutil import atomic_write
-from plan_build.review.layout import PHASES, WorkflowDir, stamp, workflows_dir
+from plan_build.review.layout import PHASES, WorkflowDir, guard, stamp, workflows_dir
 
 VERSION = 2
 STATUSES = ("active", "completed", "cancelled")
@@ -164,6 +164,7 @@ def read_text(path: Path) -> str:
 
 
 def load(wdir: WorkflowDir) -> Workflow:
+    guard(wdir)
     return parse(read_text(wdir.workflow_json), wdir.workflow_json, wdir.id)
 
 
@@ -173,12 +174,19 @@ def exists(wdir: WorkflowDir) -> bool:
 
 def save(wdir: WorkflowDir, wf: Workflow, now: _dt.datetime) -> None:
     wf.updated_at = stamp(now)
+    guard(wdir)
     wdir.path.mkdir(parents=True, exist_ok=True)
     atomic_write(wdir.workflow_json, dumps(wf), mode=FILE_MODE)
 
 
+def task_text(given: str) -> str:
+    """The task as codex-review records it: line breaks become spaces, the ends are trimmed,
+    and everything else (runs of spaces, TABs) is kept as given."""
+    return given.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").strip()
+
+
 def create(wdir: WorkflowDir, now: _dt.datetime, task: str, *, phase: str = "plan") -> Workflow:
-    text = " ".join(task.split()) or DEFAULT_TASK
+    text = task_text(task) or DEFAULT_TASK
     when = stamp(now)
     return Workflow(
         id=wdir.id,
@@ -199,8 +207,41 @@ def list_ids(root: Path) -> list[str]:
     return sorted(p.name for p in base.iterdir() if p.is_dir() and (p / "workflow.json").is_file())
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A folder under workflows/ that is not a workflow plan-build can read."""
+
+    id: str
+    why: str
+
+    def warning(self) -> str:
+        return f"skipped workflow folder {self.id}: {self.why}"
+
+
+def scan(root: Path) -> tuple[list[Workflow], list[Skipped]]:
+    """Every readable workflow, and the folders skipped because their workflow.json is
+    unreadable, of a foreign phase or version, or a copy whose id is not its directory's
+    (codex-review skips such folders too; one of them never stops the others)."""
+    found: list[Workflow] = []
+    skipped: list[Skipped] = []
+    for wf_id in list_ids(root):
+        try:
+            found.append(load(WorkflowDir(root, wf_id)))
+        except PlanBuildError as exc:
+            why = (
+                exc.what.split(": ", 1)[1]
+                if "is not a valid workflow file: " in exc.what
+                else exc.what
+            )
+            skipped.append(Skipped(wf_id, why))
+        except (OSError, RecursionError, ValueError) as exc:
+            skipped.append(Skipped(wf_id, f"unreadable workflow.json ({type(exc).__name__})"))
+    return found, skipped
+
+
 def load_all(root: Path) -> list[Workflow]:
-    return [load(WorkflowDir(root, wf_id)) for wf_id in list_ids(root)]
+    """Every readable workflow (see `scan` for the folders left out)."""
+    return scan(root)[0]
 
 
 __all__ = [
@@ -208,6 +249,7 @@ __all__ = [
     "KEYS",
     "STATUSES",
     "VERSION",
+    "Skipped",
     "Workflow",
     "create",
     "dumps",
@@ -220,4 +262,6 @@ __all__ = [
     "project_key",
     "read_text",
     "save",
+    "scan",
+    "task_text",
 ]

@@ -28,7 +28,7 @@ from plan_build import proc
 from plan_build.checks import Check, Probe, run_concurrently
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.interact import Choice, TerminalInteraction
+from plan_build.interact import Choice, TerminalInteraction, require_person
 from plan_build.ui import Console
 
 DEFAULT_TIMEOUT = 120.0
@@ -519,13 +519,16 @@ def enhance_payload(
     timeout: float,
     question: str = "Use this request?",
     ask_keep_original: bool = True,
+    command: str = "plan-build enhance",
 ) -> Enhanced:
     """Ask Auggie for an enhanced request and have the user approve, edit or reject it.
 
     Raises PlanBuildError(code=APPROVAL) when the user stops and PlanBuildError(code=PREFLIGHT)
-    when there is no terminal to ask (before Auggie runs). KeyboardInterrupt (Ctrl-C or
-    SIGTERM) propagates after Auggie's process tree and the temporary files are gone.
+    when there is no terminal to ask (before Auggie runs), or when it runs inside an agent
+    session (exit 4: the approval is the user's). KeyboardInterrupt (Ctrl-C or SIGTERM)
+    propagates after Auggie's process tree and the temporary files are gone.
     """
+    require_person(session.env, what="approving an enhanced request", command=command)
     if not session.ui.interactive:
         raise PlanBuildError(
             "prompt enhancement needs a terminal to ask for approval, and there is none",
@@ -637,6 +640,7 @@ def for_launch(session: Session, repo_root: Path, payload: str) -> Enhanced:
             payload,
             timeout=timeout,
             question="Launch Claude Code with this request?",
+            command="plan-build plan --prompt",
         )
 
 

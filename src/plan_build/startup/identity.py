@@ -147,7 +147,7 @@ def require_committed(repo: Repo) -> Identity | None:
 
 def write(repo: Repo, value: str) -> Path:
     value = validate(value, where="the identity")
-    path = repo.root / FILENAME
+    path = repo.inside(repo.root / FILENAME)
     fsutil.atomic_write(path, value + "\n")
     return path
 
@@ -164,8 +164,13 @@ def created(value: str) -> PlanBuildError:
 def offer(session: Session, repo: Repo, proposal: str | None = None) -> NoReturn:
     """No identity yet (`plan`, `architect`, `identity`): propose one and write it after the
     user approves, then stop for the commit (exit 5); no terminal or a no stops with exit 4."""
+    from plan_build.interact import require_person
+
     proposal = proposal or propose(repo)
     session.console.say(f'This repository has no {FILENAME}; proposed id: "{proposal}"')
+    require_person(
+        session.env, what=f"writing {FILENAME}", command=f"plan-build identity --set {proposal}"
+    )
     if not session.ui.interactive:
         raise PlanBuildError(
             f"{FILENAME} is missing and there is no terminal to approve one",

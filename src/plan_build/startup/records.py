@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import fsync_dir
+from plan_build.fsutil import confine, fsync_dir
 
 RECORDS = ("SPEC.md", "TASKS.md", "ADR.md", "CHANGELOG.md")
 StartMode = Literal["resume", "archive-and-start-new"]
@@ -40,13 +40,16 @@ def stamp(now: dt.datetime | None = None) -> str:
 def archive(root: Path, *, now: dt.datetime | None = None, dry_run: bool = False) -> Archive:
     """Move the active records into a new `docs/archive/<stamp>/`; never overwrite an archive."""
     names = present(root)
-    base = root / "docs" / "archive"
+    base = confine(root / "docs" / "archive", root, forbid=root / ".git")
+    for record in names:  # a record linked to a file elsewhere is not this repository's
+        confine(root / record, root, forbid=root / ".git")
     name = stamp(now)
     target = base / name
     n = 1
     while target.exists():
         n += 1
         target = base / f"{name}-{n}"
+    confine(target, root, forbid=root / ".git")
     if dry_run or not names:
         return Archive(target, tuple(names))
     try:

@@ -847,17 +847,12 @@ def run(session: Session, opts: Options) -> None:
         emit(report)
         return
     if runnable:
-        from plan_build.delivery.commit import AGENT_MARKERS
+        from plan_build.interact import agent_presence, agent_refusal
 
-        marker = next((k for k in AGENT_MARKERS if session.env.get(k)), None)
-        if marker is not None:  # an agent may show the plan, never approve changing the machine
+        found = agent_presence(session.env)
+        if found.reason is not None:  # an agent may show the plan, never approve changing it
             emit(None)
-            raise PlanBuildError(
-                f"setup changes this machine on your approval, not an agent session's "
-                f"({marker} is set)",
-                "run plan-build setup yourself, in your own terminal (--dry-run shows the plan)",
-                code=ExitCode.APPROVAL,
-            )
+            raise agent_refusal("setup (it changes this machine)", "plan-build setup", found.reason)
     if runnable and not opts.yes and not session.ui.interactive:
         emit(None)
         raise PlanBuildError(

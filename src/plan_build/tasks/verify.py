@@ -152,12 +152,18 @@ def verify_task(c: Any, json: bool = False, mode: str | None = None) -> None:
         _print_json(session, report.as_json())
     if not report.ok:
         failed = [c.id for c in report.checks if c.failed]
+        yours = set(failed) <= verify_mod.ACCEPTABLE_AT_COMMIT
         raise PlanBuildError(
             f"verification failed: {', '.join(failed)}",
-            "fix what is listed above, then run plan-build verify again",
+            "only you can accept that: run plan-build commit yourself, at a terminal, or take "
+            "them out and run plan-build verify again"
+            if yours
+            else "fix what is listed above, then run plan-build verify again",
             code=ExitCode.BLOCKED,
         )
-    con.say("verified · next: plan-build commit")
+    from plan_build.interact import next_command
+
+    con.say(f"verified · {next_command(session.env, 'plan-build commit')}")
 
 
 @command(

@@ -1,0 +1,119 @@
+"""This process's ancestors, and what each of them is.
+
+One home for the process-tree facts two features need: session resolution (which ancestor is
+the Claude Code session, review/sessions.py) and the approval gates (is any ancestor an agent,
+interact.py). Start times come from /proc where it exists, so a reused pid is never taken for
+the process that had it before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_DEPTH = 64
+# Interpreters whose first argument is the program that really runs (`node …/codex.js`,
+# `python …/claude` for a script with a shebang).
+INTERPRETERS = re.compile(r"^(node|nodejs|bun|deno|python[0-9.]*)$")
+SUFFIXES = (".exe", ".js", ".mjs", ".cjs")
+
+
+@dataclass(frozen=True)
+class Ancestor:
+    pid: int
+    names: tuple[str, ...]  # what it calls itself: comm, executable, argv[0] (and argv[1])
+
+
+def process_start(pid: int) -> str | None:
+    """The process start time as Linux records it (clock ticks since boot), which is what
+    Claude Code writes as `procStart`; None where /proc is not available."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def create_time(pid: int) -> float | None:
+    import psutil
+
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.Error, OSError):
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def ancestors() -> list[int]:
+    """This process's parent, grandparent, ... (nearest first), up to MAX_DEPTH."""
+    import psutil
+
+    chain: list[int] = []
+    try:
+        proc = psutil.Process(os.getpid()).parent()
+        while proc is not None and proc.pid > 1 and len(chain) < MAX_DEPTH:
+            chain.append(proc.pid)
+            proc = proc.parent()
+    except psutil.Error:
+        pass
+    return chain
+
+
+def _base(word: str) -> str:
+    name = os.path.basename(word).lower()
+    for suffix in SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name
+
+
+def describe(pid: int) -> Ancestor:
+    """The names a process goes by; an unreadable one has none (it is not trusted either way)."""
+    import psutil
+
+    names: list[str] = []
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            for get in (proc.name, proc.exe):
+                with contextlib.suppress(psutil.Error, OSError):
+                    names.append(_base(get()))
+            try:
+                argv = proc.cmdline()
+            except (psutil.Error, OSError):
+                argv = []
+    except psutil.Error:
+        return Ancestor(pid, ())
+    if argv:
+        first = _base(argv[0].split(" ", 1)[0])
+        names.append(first)
+        if INTERPRETERS.match(first):
+            script = next((a for a in argv[1:] if not a.startswith("-")), "")
+            if script:
+                names.append(_base(script))
+    return Ancestor(pid, tuple(dict.fromkeys(n for n in names if n)))
+
+
+__all__ = [
+    "MAX_DEPTH",
+    "Ancestor",
+    "ancestors",
+    "create_time",
+    "describe",
+    "pid_alive",
+    "process_start",
+]
