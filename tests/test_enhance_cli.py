@@ -295,7 +295,7 @@ def test_without_any_terminal_it_exits_3_before_anything_runs(
 
 
 def prompt_section(out: str) -> str:
-    return out.split("--- prompt ---\n", 1)[1].split("--- end ---", 1)[0]
+    return out.split(" ---\n", 3)[3].split("--- end ---", 1)[0]
 
 
 def logged_in(home: Path, tmp_path: Path) -> dict[str, str]:

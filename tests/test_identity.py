@@ -132,7 +132,7 @@ def test_linked_worktrees_share_the_committed_identity(repo: Path, tmp_path: Pat
 
 def test_identity_command_shows_sets_and_asks_for_a_commit(cli, repo: Path) -> None:
     r = cli("identity", cwd=repo)
-    assert r.code == 3
+    assert r.code == 4  # no terminal to approve the proposal
     assert ".agentmemory-project is missing" in r.stderr
     assert "plan-build identity --set local/" in r.stderr
 
@@ -153,3 +153,44 @@ def test_identity_command_shows_sets_and_asks_for_a_commit(cli, repo: Path) -> N
     r = cli("identity", "--set", "github.com/ana/shop", cwd=repo)
     assert r.code == 0
     assert "already" in r.stderr
+
+
+def test_identity_on_a_terminal_proposes_and_writes_after_approval(repo: Path) -> None:
+    """As `plan` does: propose, ask, write on yes (exit 5 with the commit command)."""
+    import os
+    import sys
+
+    from tests.support.pty_run import run_on_pty
+
+    git(repo, "remote", "add", "origin", "git@github.com:ana/shop.git")
+    argv = [sys.executable, "-m", "plan_build", "identity"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    r = run_on_pty(argv, cwd=repo, env=env, typed=[("with this id?", "n\n")])
+    assert r.code == 4, r.output
+    assert 'proposed id: "github.com/ana/shop"' in r.output
+    assert not (repo / ".agentmemory-project").exists()
+
+    r = run_on_pty(argv, cwd=repo, env=env, typed=[("with this id?", "y\n")])
+    assert r.code == 5, r.output
+    assert (repo / ".agentmemory-project").read_text() == "github.com/ana/shop\n"
+    assert "git add .agentmemory-project && git commit" in r.output
+
+
+def test_identity_without_a_terminal_says_what_it_would_propose_and_exits_4(
+    cli, repo: Path
+) -> None:
+    git(repo, "remote", "add", "origin", "https://github.com/ana/shop.git")
+    r = cli("identity", cwd=repo)
+    assert (r.code, r.stdout) == (4, "")
+    assert 'proposed id: "github.com/ana/shop"' in r.stderr
+    assert "no terminal to approve" in r.stderr
+    assert "plan-build identity --set github.com/ana/shop" in r.stderr
+    assert not (repo / ".agentmemory-project").exists()
+
+
+def test_identity_inside_an_agent_session_never_writes_the_proposal(cli, repo: Path) -> None:
+    """The new proposal path of `identity` is an approval gate like `plan`'s."""
+    r = cli("identity", cwd=repo, env={"CLAUDECODE": "1"})
+    assert r.code == 4
+    assert "ask the user to run `plan-build identity --set" in r.stderr
+    assert not (repo / ".agentmemory-project").exists()

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Stubs, git
 from tests.support.memserver import MemoryServer
 from tests.support.pty_run import PtyResult, run_on_pty
@@ -206,11 +208,38 @@ def test_dry_run_prints_everything_and_launches_nothing(cli, ready: Path, stubs:
     )
     assert r.code == 0, r.stderr
     assert "--- argv (cwd: " in r.stdout
-    assert "claude --dangerously-skip-permissions -- '# plan-build session" in r.stdout
     assert "AGENTMEMORY_PROJECT_NAME=github.com/ana/shop" in r.stdout
-    assert "\n".join(REQUEST) in r.stdout
+    assert r.stdout.count("\n".join(REQUEST)) == 1  # the prompt is printed once
     assert r.stdout.rstrip().endswith("would launch")
     assert launched(stubs) == []
+
+
+def test_the_dry_run_argv_names_the_prompt_and_pasting_it_runs_the_same_launch(
+    cli, ready: Path, stubs: Stubs, tmp_path: Path
+) -> None:
+    r = cli(
+        "plan",
+        "--dry-run",
+        "--yolo",
+        cwd=ready,
+        input="\n".join(REQUEST) + "\nEOF\n",
+        env={"IS_SANDBOX": "1"},
+    )
+    assert r.code == 0, r.stderr
+    argv_line = r.stdout.split(") ---\n", 1)[1].split("\n", 1)[0]
+    command, size = argv_line.split("  # ")
+    assert command == 'claude --dangerously-skip-permissions -- "$PROMPT"'
+    snippet = r.stdout.split(" ---\n", 3)[3].split("--- end ---\n", 1)[0]
+    script = tmp_path / "pasted.sh"
+    script.write_text(snippet + command + "\n")
+    subprocess.run(["bash", str(script)], cwd=ready, check=True, stdin=subprocess.DEVNULL)
+    [call] = launched(stubs)
+    assert call["argv"][:2] == ["--dangerously-skip-permissions", "--"]
+    prompt = call["argv"][2]
+    assert size == f"{len(prompt.encode()):,} bytes, printed below"
+    assert prompt.startswith("# plan-build session")
+    assert prompt.endswith("\n")
+    assert "\n".join(REQUEST) + "\n" in prompt
 
 
 def test_dry_run_says_why_it_would_not_launch(
@@ -258,3 +287,26 @@ def test_a_nul_byte_in_the_request_is_refused_before_anything_is_written(
     assert launched(stubs) == []
     assert git(ready, "for-each-ref") == before  # no session ref
     assert not (ready / ".git" / "plan-build" / "sessions").exists()  # no baseline written
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "# plan-build session\nPLAN_BUILD_PROMPT\n--- end ---\n",
+        "no newline at the end",
+        "two newlines\n\n",
+        "quotes ' \" $HOME `date` \\ and ✔\n",
+    ],
+)
+def test_the_dry_run_prompt_snippet_gives_bash_exactly_the_prompt(prompt: str) -> None:
+    from plan_build.startup import launch
+
+    plan = launch.Launch(launch.claude_argv(prompt, yolo=False), {}, prompt, Path("/repo"))
+    text = launch.dry_run_text(plan)
+    assert text.count(prompt) == 1
+    snippet = text.split(" ---\n", 3)[3].rsplit("--- end ---\n", 1)[0]
+    got = subprocess.run(
+        ["bash", "-c", snippet + 'printf %s "$PROMPT"'], capture_output=True, check=True
+    ).stdout
+    assert got == prompt.encode()
+    assert f'claude -- "$PROMPT"  # {len(prompt.encode()):,} bytes, printed below' in text

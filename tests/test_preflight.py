@@ -77,12 +77,53 @@ def test_every_failure_is_reported_not_just_the_first(
     memory_server.state.slots_enabled = False
     r = cli("preflight", cwd=ready, env={"CLAUDE_CODE_SAFE_MODE": "1", "NO_COLOR": "1"})
     assert r.code == 3
-    assert "FAIL tools             coderabbit is not on PATH" in r.stderr
+    assert "FAIL coderabbit        coderabbit is not on PATH" in r.stderr
     assert "CLAUDE_CODE_SAFE_MODE=1 turns off Claude Code's plugins and skills" in r.stderr
     assert "-> unset CLAUDE_CODE_SAFE_MODE" in r.stderr
     assert "mattpocock-skills@mattpocock is not installed" in r.stderr
     assert "memory slots are disabled" in r.stderr
     assert "ok   git work tree" in r.stderr
+
+
+def test_the_tools_are_one_row_and_each_missing_tool_has_its_own_fail_row(
+    cli, ready: Path, stubs: Stubs
+) -> None:
+    stubs.remove("codex")
+    stubs.remove("coderabbit")
+    r = cli("preflight", cwd=ready, env={"NO_COLOR": "1"})
+    lines = r.stderr.splitlines()
+    assert [line for line in lines if line.split()[1:2] == ["tools"]] == [
+        "  ok   tools             git " + git_version() + ", claude 2.1.332"
+    ]
+    assert "  FAIL codex             codex is not on PATH" in lines
+    assert "  FAIL coderabbit        coderabbit is not on PATH" in lines
+    assert "                         -> npm install -g @openai/codex" in lines
+    data = json.loads(cli("preflight", "--json", cwd=ready).stdout)  # the JSON keeps every id
+    tools = {c["id"]: c["status"] for c in data["checks"] if c["id"].startswith("tool.")}
+    assert tools == {
+        "tool.git": "pass",
+        "tool.claude": "pass",
+        "tool.codex": "fail",
+        "tool.coderabbit": "fail",
+    }
+
+
+def test_all_tools_found_is_one_row(cli, ready: Path) -> None:
+    r = cli("preflight", cwd=ready, env={"NO_COLOR": "1"})
+    assert [line for line in r.stderr.splitlines() if line.split()[1:2] == ["tools"]] == [
+        f"  ok   tools             git {git_version()}, claude 2.1.332, codex 0.171.0, "
+        "coderabbit 0.3.4"
+    ]
+
+
+def git_version() -> str:
+    import re
+    import subprocess
+
+    out = subprocess.run(["git", "--version"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"\d+(?:\.\d+)+", out)
+    assert found
+    return found.group(0)
 
 
 def test_missing_or_empty_skill_fails(ready: Path, bundle: Path) -> None:

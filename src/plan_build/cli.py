@@ -1,7 +1,8 @@
 """Invoke plumbing that makes the command line strict.
 
-Invoke silently accepts a repeated flag and reports parse errors with exit 1; plan-build
-refuses repeated flags and reports every command-line mistake as a usage error (exit 2).
+Invoke silently accepts a repeated flag, takes a flag-looking word (`--help`, `--json-x`) as
+the value of a missing positional argument, and reports parse errors with exit 1; plan-build
+refuses all of these and reports every command-line mistake as a usage error (exit 2).
 Tasks are declared with `@command`, which is `invoke.task` with these rules built in.
 """
 
@@ -12,15 +13,35 @@ from typing import Any, TypeVar, overload
 
 from invoke.exceptions import ParseError
 from invoke.parser.argument import Argument
+from invoke.parser.parser import Parser, ParseResult
 from invoke.tasks import Task, task
 
 F = TypeVar("F", bound=Callable[..., Any])
+HELP_FLAGS = ("-h", "--help")
+
+
+def metavar(name: str | None) -> str:
+    """`TASK-ID` for the positional argument `task_id`."""
+    return (name or "value").upper().replace("_", "-")
+
+
+class FlagForArgument(ParseError):
+    """A flag-looking word where a command expects a positional argument (`dispatch --help`,
+    `dispatch --json-x`): help or an unknown option, never the argument's value."""
+
+    def __init__(self, token: str, argument: str) -> None:
+        super().__init__(f"unknown option {token}")
+        self.token = token
+        self.argument = argument
+        self.command: str | None = None
 
 
 class StrictArgument(Argument):
-    """An argument that may be given at most once."""
+    """An argument that may be given at most once; a positional one never takes a flag."""
 
     def set_value(self, value: Any, cast: bool = True) -> None:
+        if self.positional and isinstance(value, str) and value.startswith("-") and value != "-":
+            raise FlagForArgument(value, metavar(self.name))
         if self.raw_value is not None and not self.kind is list:  # noqa: E714
             flag = "--" + self.name.replace("_", "-") if self.name else "option"
             raise ParseError(f"{flag} was given more than once")
@@ -43,10 +64,30 @@ class StrictArgument(Argument):
 
 class StrictTask(Task[Any]):
     def get_arguments(self, ignore_unknown_help: bool | None = None) -> list[Argument]:
-        args = super().get_arguments(ignore_unknown_help=ignore_unknown_help)
+        # invoke hands each help text out once (it pops them); keep them for the next parser
+        # (completion builds a second one, and tests run many programs in one process)
+        kept = dict(self.help)
+        try:
+            args = super().get_arguments(ignore_unknown_help=ignore_unknown_help)
+        finally:
+            self.help = kept
         for arg in args:
             arg.__class__ = StrictArgument
         return args
+
+
+class StrictParser(Parser):
+    """Names the command a flag-looking positional belongs to (for its help or for completion
+    of its flags)."""
+
+    def parse_argv(self, argv: list[str]) -> ParseResult:
+        try:
+            return super().parse_argv(argv)
+        except FlagForArgument as exc:
+            exc.command = next((t for t in argv if t in self.contexts), None)
+            if exc.command is not None:
+                exc.context = self.contexts[exc.command]
+            raise
 
 
 @overload

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shlex
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -50,8 +51,14 @@ def dry_run_argv(cli: Any, cwd: Path, args: list[str], env: dict[str, str]) -> l
     """The exact argv plan-build would exec, from `--dry-run` with the same request."""
     r = cli(*args, "--dry-run", cwd=cwd, input="\n".join(REQUEST) + "\nEOF\n", env=env)
     assert r.code == 0, r.stderr
-    quoted = r.stdout.split(") ---\n", 1)[1].split("\n--- environment added ---", 1)[0]
-    return shlex.split(quoted)
+    quoted = r.stdout.split(") ---\n", 1)[1].split("  # ", 1)[0]
+    # the prompt is printed once, as a bash snippet setting $PROMPT: paste it as a user would
+    snippet = r.stdout.split(" ---\n", 3)[3].split("--- end ---\n", 1)[0]
+    prompt = subprocess.run(
+        ["bash", "-c", snippet + 'printf %s "$PROMPT"'], capture_output=True, check=True
+    ).stdout.decode("utf-8")
+    words = shlex.split(quoted.replace('"$PROMPT"', "@PROMPT@"))
+    return [prompt if word == "@PROMPT@" else word for word in words]
 
 
 def assert_same_text(got: str, expected: str) -> None:

@@ -10,11 +10,15 @@ import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 from urllib.parse import urlsplit
 
 from plan_build import fsutil
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
+
+if TYPE_CHECKING:
+    from plan_build.context import Session
 
 FILENAME = ".agentmemory-project"
 GRAMMAR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{1,127}")
@@ -155,6 +159,32 @@ def created(value: str) -> PlanBuildError:
         f"{commit_command()}  # then rerun",
         code=ExitCode.IDENTITY_CREATED,
     )
+
+
+def offer(session: Session, repo: Repo, proposal: str | None = None) -> NoReturn:
+    """No identity yet (`plan`, `architect`, `identity`): propose one and write it after the
+    user approves, then stop for the commit (exit 5); no terminal or a no stops with exit 4."""
+    from plan_build.interact import require_person
+
+    proposal = proposal or propose(repo)
+    session.console.say(f'This repository has no {FILENAME}; proposed id: "{proposal}"')
+    require_person(
+        session.env, what=f"writing {FILENAME}", command=f"plan-build identity --set {proposal}"
+    )
+    if not session.ui.interactive:
+        raise PlanBuildError(
+            f"{FILENAME} is missing and there is no terminal to approve one",
+            f"create it: plan-build identity --set {proposal}",
+            code=ExitCode.APPROVAL,
+        )
+    if not session.ui.confirm(f"Write {FILENAME} with this id?", default=False):
+        raise PlanBuildError(
+            f"stopped: no {FILENAME} was written",
+            "choose an id and run: plan-build identity --set <id>",
+            code=ExitCode.APPROVAL,
+        )
+    write(repo, proposal)
+    raise created(proposal)
 
 
 def memory_env(value: str, *, degraded: bool) -> dict[str, str]:

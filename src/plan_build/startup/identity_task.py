@@ -1,4 +1,5 @@
-"""`plan-build identity [--set ID]`: show, validate or write the identity file."""
+"""`plan-build identity [--set ID]`: show, validate or write the identity file; without one,
+propose it and write it after approval, as `plan` does."""
 
 from __future__ import annotations
 
@@ -28,11 +29,7 @@ def run(session: Session, new_value: str | None) -> None:
         raise identity.created(value)
     ident = identity.read(repo)
     if ident is None:
-        raise PlanBuildError(
-            f"{identity.FILENAME} is missing",
-            f"create it: plan-build identity --set {identity.propose(repo)}",
-            code=ExitCode.PREFLIGHT,
-        )
+        identity.offer(session, repo)
     session.stdout.write(ident.value + "\n")
     if not ident.committed:
         raise PlanBuildError(

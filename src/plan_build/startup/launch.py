@@ -69,18 +69,30 @@ def build(
 
 
 def dry_run_text(launch: Launch) -> str:
+    """The argv with the prompt's place and size, the environment added, then the prompt once,
+    as a bash snippet that sets $PROMPT to exactly those bytes (so the argv runs as printed)."""
     env_lines = [f"{k}={v}" for k, v in sorted(launch.env_added.items())]
     verdict = (
         "would launch" if not launch.blockers else "would not launch: " + "; ".join(launch.blockers)
     )
+    size = len(launch.prompt.encode("utf-8"))
+    argv = proc.quote(launch.argv[:-1]) + ' "$PROMPT"'
+    lines = launch.prompt.split("\n")
+    end = "PLAN_BUILD_PROMPT"
+    while end in lines:
+        end += "_"
+    body = launch.prompt if launch.prompt.endswith("\n") else launch.prompt + "\n"
+    exact = [] if launch.prompt.endswith("\n") else ["PROMPT=${PROMPT%$'\\n'}"]
     return "\n".join(
         [
             "--- argv (cwd: " + str(launch.cwd) + ") ---",
-            proc.quote(launch.argv),
+            f"{argv}  # {size:,} bytes, printed below",
             "--- environment added ---",
             *env_lines,
-            "--- prompt ---",
-            launch.prompt.rstrip("\n"),
+            "--- prompt: pasting the lines up to --- end --- into bash sets $PROMPT ---",
+            f"IFS= read -r -d '' PROMPT <<'{end}'",
+            body + end,
+            *exact,
             "--- end ---",
             verdict,
             "",

@@ -291,7 +291,10 @@ def render(report: Report, session: Session) -> str:
             if (c.detail, c.remediation) in shown:  # one cause, several checks: say it once
                 continue
             shown.add((c.detail, c.remediation))
-            lines.append(f"  {con.mark(c.status)} {label:<17} {c.detail}")
+            # one `tools` row for the tools found; each missing or broken tool its own row
+            own = c.id.removeprefix("tool.") if c.id.startswith("tool.") else label
+            row = own if c.status != "pass" else label
+            lines.append(f"  {con.mark(c.status)} {row:<17} {c.detail}")
             if c.remediation and c.status in ("fail", "warn"):
                 indent = " " * (len(con.mark(c.status)) + 3)
                 lines.append(f"{indent}{'':<17} {con.arrow()} {c.remediation}")

@@ -15,7 +15,6 @@ from plan_build.context import Session
 from plan_build.delivery import baseline
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
-from plan_build.interact import require_person
 from plan_build.startup import identity, launch, preflight, records
 from plan_build.startup.payload import read_payload
 
@@ -137,26 +136,7 @@ def resolve_identity(session: Session, repo: Repo, *, dry_run: bool, blockers: l
             f'"{proposal}" and stop for you to commit it)'
         )
         return proposal
-    session.console.say(f'This repository has no {identity.FILENAME}; proposed id: "{proposal}"')
-    require_person(
-        session.env,
-        what=f"writing {identity.FILENAME}",
-        command=f"plan-build identity --set {proposal}",
-    )
-    if not session.ui.interactive:
-        raise PlanBuildError(
-            f"{identity.FILENAME} is missing and there is no terminal to approve one",
-            f"create it: plan-build identity --set {proposal}",
-            code=ExitCode.APPROVAL,
-        )
-    if not session.ui.confirm(f"Write {identity.FILENAME} with this id?", default=False):
-        raise PlanBuildError(
-            f"stopped: no {identity.FILENAME} was written",
-            "choose an id and run: plan-build identity --set <id>",
-            code=ExitCode.APPROVAL,
-        )
-    identity.write(repo, proposal)
-    raise identity.created(proposal)
+    identity.offer(session, repo, proposal)
 
 
 def enhanced_context(
