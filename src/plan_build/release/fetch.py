@@ -34,7 +34,7 @@ from plan_build.release import (
     manifest,
     unavailable,
 )
-from plan_build.release.validate import list_files
+from plan_build.release.validate import check_listed, list_files
 
 DOWNLOAD_TIMEOUT = 60.0
 MAX_DOWNLOAD = 512 * 1024 * 1024
@@ -135,24 +135,7 @@ def _check_listing(raw: bytes, pin: str | None, where: str, present: set[str]) -
     """The pin, the manifest's form, and the source's files against the manifest's list: all
     before a byte is staged, so an unlisted or missing file is refused by name right away."""
     _check_pin(raw, pin, where)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise invalid(f"{where}/{MANIFEST} is not text", "rebuild the bundle") from None
-    listed = manifest.parse(text, where)
-    unlisted = sorted(present - listed.paths - {MANIFEST})
-    if unlisted:
-        raise invalid(
-            f"{where} has files its manifest does not list: {', '.join(unlisted)}",
-            limits.REFUSED_FIX,
-        )
-    absent = sorted(listed.paths - present)
-    if absent:
-        raise invalid(
-            f"{where} is missing files its manifest lists: {', '.join(absent)}",
-            "download or build the bundle again",
-        )
-    return listed
+    return check_listed(raw, present, where, limits.REFUSED_FIX)
 
 
 def _check_manifest_size(size: int, where: str) -> None:

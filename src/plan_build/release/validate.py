@@ -209,6 +209,28 @@ def check_runs(pyz: Path, version: str, where: str, python: str) -> None:
         )
 
 
+def check_listed(raw: bytes, present: set[str], where: str, unlisted_fix: str) -> manifest.Manifest:
+    """The manifest (`raw`) parsed, and the files `present` in the source exactly its list:
+    an unlisted or a missing file is refused by name."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise invalid(f"{where}/{MANIFEST} is not text", "rebuild the bundle") from None
+    listed = manifest.parse(text, where)
+    unlisted = sorted(present - listed.paths - {MANIFEST})
+    if unlisted:
+        raise invalid(
+            f"{where} has files its manifest does not list: {', '.join(unlisted)}", unlisted_fix
+        )
+    absent = sorted(listed.paths - present)
+    if absent:
+        raise invalid(
+            f"{where} is missing files its manifest lists: {', '.join(absent)}",
+            "download or build the bundle again",
+        )
+    return listed
+
+
 def validate(bundle: Path, *, where: str | None = None, run: bool = True) -> Checked:
     """Check a bundle directory completely; raise PlanBuildError (exit 6) on the first problem."""
     label = where or str(bundle)
@@ -223,20 +245,7 @@ def validate(bundle: Path, *, where: str | None = None, run: bool = True) -> Che
         raise invalid(f"{label} has empty files: {', '.join(empty)}", "rebuild the bundle")
     if not any(rel.startswith(f"{TEMPLATES}/") for rel in files):
         raise invalid(f"{label} has no {TEMPLATES}/", "rebuild the bundle")
-    try:
-        text = (bundle / MANIFEST).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise invalid(f"{label}/{MANIFEST} is not text", "rebuild the bundle") from None
-    listed = manifest.parse(text, label)
-    unlisted = sorted(present - listed.paths - {MANIFEST})
-    if unlisted:
-        raise invalid(
-            f"{label} has files its manifest does not list: {', '.join(unlisted)}",
-            "rebuild the bundle",
-        )
-    absent = sorted(listed.paths - present)
-    if absent:
-        raise invalid(f"{label} is missing files its manifest lists: {', '.join(absent)}")
+    listed = check_listed((bundle / MANIFEST).read_bytes(), present, label, "rebuild the bundle")
     bad = manifest.mismatches(bundle, listed)
     if bad:
         raise invalid(
