@@ -9,6 +9,10 @@ time limit meet the real program.
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -154,3 +158,74 @@ def test_codex_waiting_on_a_silent_api_is_stopped_at_the_time_limit(
     assert "Codex did not finish within the time limit" in err.getvalue()
     assert codex_api.turns()  # Codex did reach the API, which never answered
     assert "codex stopped after" in tasks_md.read_text()
+
+
+# ----------------------------------------------------------------------------- misbehaviour
+
+
+def _codex_group(repo: Path, timeout: float = 60) -> int:
+    """The process group of the real `codex exec` plan-build started for `repo`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for p in psutil.process_iter(["cmdline", "cwd"]):
+            cmd = p.info["cmdline"] or []
+            if "exec" in cmd and "--json" in cmd and p.info["cwd"] == str(repo):
+                return os.getpgid(p.pid)
+        time.sleep(0.1)
+    raise AssertionError("codex exec never started")
+
+
+def _group_members(pgid: int) -> list[int]:
+    alive = []
+    for p in psutil.process_iter():
+        try:
+            if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p.pid)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return alive
+
+
+def test_sigkill_of_plan_build_takes_codex_with_it_and_the_resume_checks_the_old_baseline(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.commands = [
+        "mkdir -p config && echo 'DEBUG = True' > config/settings.py",
+        "mkdir -p tests && touch tests/started && sleep 8 && echo late > late.txt",
+    ]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "plan_build", "dispatch", "TASK-002"],
+        cwd=repo,
+        env={**os.environ, **DEGRADED},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    pgid = _codex_group(repo)
+    deadline = time.monotonic() + 60
+    while not (repo / "tests" / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (repo / "tests" / "started").exists()
+
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    time.sleep(3)
+    assert _group_members(pgid) == []  # nothing of Codex outlived plan-build
+    time.sleep(8)
+    assert not (repo / "late.txt").exists()  # and nothing wrote after the kill
+
+    # the rerun resumes the same dispatch: the dead run's baseline, the same budget of runs
+    codex_api.commands = [FIX]
+    turns = len(codex_api.turns())
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+    assert r.code == 6, r.stderr
+    assert "outside the scope: config/settings.py" in r.stderr
+    assert status_of(tasks_md, "TASK-002") == "Blocked"
+    text = tasks_md.read_text()
+    assert text.count("<!-- plan-build:dispatch ") == 2  # one block: the same dispatch went on
+    assert "Outside the scope: `config/settings.py`" in text
+    # the dead run's attempt counts; it changed files outside the scope, so no new run starts
+    assert [(a["attempt"], a["outcome"]) for a in attempts(repo)] == [(1, "scope")]
+    assert len(codex_api.turns()) == turns

@@ -76,6 +76,7 @@ class Attempt:
     git_moves: list[str] = field(default_factory=list)
     verification: list[VerifyRun] | None = None
     outcome: str = "running"
+    notes: list[str] = field(default_factory=list)  # more evidence lines, e.g. an undone edit
 
     @property
     def verified(self) -> bool:
@@ -233,7 +234,7 @@ def final_block(
     env: Mapping[str, str],
 ) -> str:
     if reason == "verified":
-        summary = f"verified on attempt {len(attempts)} of {max_attempts}"
+        summary = f"verified on attempt {attempts[-1].number} of {max_attempts}"
     else:
         summary = REASONS.get(reason, reason)
     lines = [header.line(), f"Outcome: {status} · {summary} · {human_seconds(seconds)}"]
@@ -257,6 +258,7 @@ def change_lines(a: Attempt) -> list[str]:
     if a.outside:
         lines.append("  - Outside the scope: " + ", ".join(f"`{p}`" for p in a.outside))
     lines.extend(f"  - {move}" for move in a.git_moves)
+    lines.extend(f"  - {note}" for note in a.notes)
     reported = a.events.failures[-2:]
     if not reported and a.codex_exit not in (0, None) and a.events.errors:
         reported = a.events.errors[-1:]

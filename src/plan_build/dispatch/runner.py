@@ -172,9 +172,12 @@ class Lock:
             return None
         return data if pid != os.getpid() and _pid_alive(pid) else None
 
-    def acquire(self) -> None:
+    def acquire(self) -> list[int]:
+        """Take the lock; a dead holder's recorded process group is stopped first (a Codex
+        that survived it must not keep editing). Returns the pids stopped."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = json.dumps({"pid": os.getpid(), "task": self.task_id, "at": telemetry.now()})
+        stopped: list[int] = []
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -185,14 +188,33 @@ class Lock:
                         f"another dispatch is running ({held.get('task')}, pid {held['pid']})",
                         "wait for it to finish; one task runs at a time",
                     ) from None
+                stopped.extend(self._stop_survivors())
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
                 continue
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(payload)
             self.held = True
-            return
+            return stopped
         raise usage("could not take the dispatch lock", f"remove {self.path} if no dispatch runs")
+
+    def _stop_survivors(self) -> list[int]:
+        try:
+            group = json.loads(self.path.read_text(encoding="utf-8")).get("group") or {}
+            pgid, started = int(group["pgid"]), float(group["started"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return []
+        return proc.stop_survivors(pgid, started)
+
+    def record_group(self, pgid: int) -> None:
+        """Note the process group now running (Codex or a check), for a later takeover."""
+        started = proc.started_at(pgid)
+        if not self.held or started is None:
+            return
+        data = {"pid": os.getpid(), "task": self.task_id, "at": telemetry.now()}
+        data["group"] = {"pgid": pgid, "started": started}
+        with contextlib.suppress(OSError):
+            atomic_write(self.path, json.dumps(data))
 
     def release(self) -> None:
         if self.held:
@@ -245,6 +267,10 @@ class Dispatcher:
         self.phase = "starting"
         self.signal_name: str | None = None
         self._before: tuple[str, str | None, str] | None = None
+        self.lock: Lock | None = None
+        self.used = 0  # Codex runs of this dispatch before this process (a resumed dispatch)
+        self.resumed: dict[str, Any] | None = None
+        self._tasks_before: bytes | None = None  # TASKS.md as it was when Codex started
 
     @property
     def header(self) -> Header:
@@ -399,6 +425,61 @@ class Dispatcher:
 
         return beat
 
+    def _started(self, pgid: int) -> None:
+        if self.lock is not None:
+            self.lock.record_group(pgid)
+
+    def _tree(self) -> str:
+        """The work tree without TASKS.md: plan-build owns that file during a dispatch and
+        checks Codex's edits to it byte for byte (`_guard_tasks_md`)."""
+        return snapshot.worktree_tree(self.repo, exclude=(*snapshot.TOOL_STATE, taskfile.FILENAME))
+
+    def _tasks_bytes(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except OSError:
+            return None
+
+    def _guard_tasks_md(self, attempt: Attempt | None) -> bool:
+        """Undo Codex's edit of TASKS.md (restore the bytes from before its run); True when
+        there was one."""
+        before = self._tasks_before
+        if before is None or self._tasks_bytes() == before:
+            return False
+        atomic_write(self.path, before)
+        if attempt is not None:
+            attempt.changed.append(taskfile.FILENAME)
+            attempt.outside.append(taskfile.FILENAME)
+            attempt.notes.append(
+                f"`{taskfile.FILENAME}` was changed by Codex; plan-build owns it during a "
+                "dispatch and restored its own version"
+            )
+        return True
+
+    def _save_running(self, **fields: Any) -> None:
+        state = _read_task_state(self.repo, self.task_id)
+        running = state.get("running")
+        if not isinstance(running, dict):
+            running = {}
+        _write_task_state(self.repo, self.task_id, {**state, "running": {**running, **fields}})
+
+    def _resumable(self, task: Task) -> dict[str, Any] | None:
+        """The saved state of this task's dispatch that died (SIGKILL, power loss) or was
+        interrupted, when the task is still In Progress: the rerun continues it."""
+        if task.status != IN_PROGRESS:
+            return None
+        running = _read_task_state(self.repo, task.id).get("running")
+        if not isinstance(running, dict) or not isinstance(running.get("baseline_tree"), str):
+            return None
+        trees = [running["baseline_tree"]]
+        before = running.get("before")
+        if isinstance(before, list) and len(before) == 3:
+            trees.append(str(before[0]))
+        for tree in trees:
+            if not self.repo.git("cat-file", "-e", f"{tree}^{{tree}}", check=False).ok:
+                return None
+        return running
+
     def _run_codex(self, attempt: Attempt, prompt: str) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         out = self.run_dir / f"attempt-{attempt.number}.last-message.md"
@@ -416,6 +497,8 @@ class Dispatcher:
                 timeout=self.recipe.limits.codex_timeout_seconds,
                 heartbeat=self._heartbeat(f"codex still working on {self.task_id}"),
                 heartbeat_every=HEARTBEAT_EVERY,
+                supervised=True,
+                on_start=self._started,
             )
             attempt.codex_exit = done.returncode
             stdout = done.stdout
@@ -440,12 +523,11 @@ class Dispatcher:
         self, attempt: Attempt, scope: Scope, before: tuple[str, str | None, str]
     ) -> None:
         tree_before, head_before, index_before = before
-        after = snapshot.worktree_tree(self.repo)
+        after = self._tree()
         attempt.changed = snapshot.changed_paths(self.repo, tree_before, after)
+        attempt.outside = [p for p in attempt.changed if not scope.allows(p)]
         # TASKS.md is the plan's record: never Codex's to change, whatever the globs say
-        attempt.outside = [
-            p for p in attempt.changed if p == taskfile.FILENAME or not scope.allows(p)
-        ]
+        self._guard_tasks_md(attempt)
         head_after = self.repo.head()
         if head_after != head_before:
             attempt.git_moves.append(
@@ -469,6 +551,8 @@ class Dispatcher:
                     timeout=limit,
                     heartbeat=self._heartbeat(f"still running {cmd.text}"),
                     heartbeat_every=HEARTBEAT_EVERY,
+                    supervised=True,
+                    on_start=self._started,
                 )
                 run = VerifyRun(
                     cmd.text,
@@ -569,8 +653,8 @@ class Dispatcher:
             "slot": self.slot.state,
             "outcome": status,
             "reason": reason,
-            "attempts": len(self.attempts),
-            "corrections": max(0, len(self.attempts) - 1),
+            "attempts": self.attempts[-1].number if self.attempts else 0,
+            "corrections": max(0, (self.attempts[-1].number if self.attempts else 0) - 1),
             "exhausted": reason == "corrections_exhausted",
             "seconds": round(time.monotonic() - self.started, 3),
             "tokens": telemetry.sum_tokens(a.events.tokens for a in self.attempts)
@@ -605,7 +689,14 @@ class Dispatcher:
             return self._dry_run(task, prompt)
 
         lock = Lock(self.repo.state_dir / "dispatch" / "lock", task.id)
-        lock.acquire()
+        stopped = lock.acquire()
+        self.lock = lock
+        if stopped:
+            self.console.say(
+                f"plan-build: stopped {len(stopped)} process"
+                f"{'es' if len(stopped) != 1 else ''} a dead dispatch left running "
+                f"(pids {', '.join(map(str, stopped[:8]))})"
+            )
         try:
             with self._signals_interrupt():
                 return self._loop(tf, task, prompt)
@@ -654,37 +745,53 @@ class Dispatcher:
 
     def _loop(self, tf: TaskFile, task: Task, prompt: str) -> DispatchResult:
         scope = Scope(task.scope)
+        self.resumed = self._resumable(task)
+        if self.resumed is not None:
+            # the same dispatch goes on: its id, its baseline, its budget of Codex runs
+            self.dispatch_id = str(self.resumed.get("dispatch") or self.dispatch_id)
+            self.run_dir = self.repo.state_dir / "dispatch" / "runs" / self.dispatch_id
+            self.started_at = str(self.resumed.get("started") or self.started_at)
+            used = self.resumed.get("attempts")
+            self.used = used if isinstance(used, int) and used >= 0 else 0
         self.console.say(
             f"dispatching {task.id} “{task.title}” · recipe {self.described['id']} · "
             f"memory {self.mode}"
         )
+        if self.resumed is not None:
+            self.console.say(
+                f"  resuming dispatch {self.dispatch_id}: {self.used} of "
+                f"{1 + self.recipe.limits.max_corrections} Codex runs used; changes are "
+                "checked against its baseline"
+            )
         for pattern in scope.unmatched(repo_files(self.repo)):
             self.console.say(f"  note: scope entry `{pattern}` matches no file yet")
         self._update(
-            IN_PROGRESS, running_block(self.header, task.id, 1, recipes.IMPLEMENTER, os.getpid())
+            IN_PROGRESS,
+            running_block(self.header, task.id, self.used + 1, recipes.IMPLEMENTER, os.getpid()),
         )
-        baseline = snapshot.worktree_tree(self.repo)
-        _write_task_state(
-            self.repo,
-            task.id,
-            {
-                **_read_task_state(self.repo, task.id),
-                "running": {
-                    "dispatch": self.dispatch_id,
-                    "pid": os.getpid(),
-                    "baseline_tree": baseline,
-                    "started": self.started_at,
-                },
-            },
-        )
+        if self.resumed is not None:
+            baseline = str(self.resumed["baseline_tree"])
+            self._save_running(pid=os.getpid())
+        else:
+            baseline = self._tree()
+            state = _read_task_state(self.repo, task.id)
+            state["running"] = {
+                "dispatch": self.dispatch_id,
+                "pid": os.getpid(),
+                "baseline_tree": baseline,
+                "started": self.started_at,
+                "attempts": 0,
+            }
+            _write_task_state(self.repo, task.id, state)
         status, reason = BLOCKED, "interrupted"
         try:
             status, reason = self._attempts(tf, task, scope, prompt)
         except BaseException as exc:
             self._interrupted(task, exc)
             raise
-        changed = snapshot.changed_paths(self.repo, baseline, snapshot.worktree_tree(self.repo))
-        changed = [p for p in changed if p != taskfile.FILENAME]
+        changed = snapshot.changed_paths(self.repo, baseline, self._tree())
+        if any(taskfile.FILENAME in a.changed for a in self.attempts):
+            changed.append(f"{taskfile.FILENAME} (Codex's edit undone)")
         block = final_block(
             self.header,
             task_id=task.id,
@@ -726,29 +833,62 @@ class Dispatcher:
             self.described,
         )
 
+    def _dead_attempt(self, task: Task, scope: Scope) -> tuple[str, str] | None:
+        """A resumed dispatch first checks what happened since the dead run's last Codex run
+        began (its changes, and anything a survivor wrote), against that run's snapshot."""
+        running = self.resumed or {}
+        before = running.get("before")
+        if not (isinstance(before, list) and len(before) == 3) or self.used < 1:
+            return None
+        role = str(running.get("role") or recipes.IMPLEMENTER)
+        r = self.recipe.role(role)
+        dead = Attempt(self.used, role, r.model, r.reasoning)
+        dead.notes.append(
+            f"the dispatch running this attempt stopped (pid {running.get('pid', '?')}); "
+            "its changes were checked when the dispatch resumed"
+        )
+        self.attempts.append(dead)
+        self.phase = f"attempt {self.used} (scope check)"
+        self._check_tree(dead, scope, (str(before[0]), before[1], str(before[2])))
+        self._say_attempt(dead)
+        stop = "scope" if dead.outside else "git_state" if dead.git_moves else None
+        if stop is None and self.used >= 1 + self.recipe.limits.max_corrections:
+            dead.verification = self._verify(task)
+            stop = "verified" if dead.verified else "corrections_exhausted"
+        if stop is None:
+            return None
+        dead.outcome = stop
+        telemetry.append(self.repo.state_dir, self._attempt_record(task, dead))
+        return (REVIEW if stop == "verified" else BLOCKED), stop
+
     def _attempts(self, tf: TaskFile, task: Task, scope: Scope, prompt: str) -> tuple[str, str]:
         limits = self.recipe.limits
         failures: list[VerifyRun] = []
-        number = 0
+        number = self.used
+        if self.resumed is not None:
+            ended = self._dead_attempt(task, scope)
+            if ended is not None:
+                return ended
         while True:
             number += 1
-            role = recipes.IMPLEMENTER if number == 1 else recipes.CORRECTOR
-            if number > 1:
+            role = recipes.CORRECTOR if failures else recipes.IMPLEMENTER
+            if failures:
                 prompt = self._correction_prompt(tf, task, number - 1, failures)
             r = self.recipe.role(role)
             attempt = Attempt(number, role, r.model, r.reasoning)
             self.attempts.append(attempt)
-            before = (
-                snapshot.worktree_tree(self.repo),
-                self.repo.head(),
-                snapshot.index_tree(self.repo),
-            )
+            if number > self.used + 1:
+                self._update(None, running_block(self.header, task.id, number, role, os.getpid()))
+            before = (self._tree(), self.repo.head(), snapshot.index_tree(self.repo))
             self._before = before
+            self._save_running(attempts=number, role=role, before=list(before))
             self.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
             self.phase = f"attempt {number} (codex)"
+            self._tasks_before = self._tasks_bytes()
             self._run_codex(attempt, prompt)
             self.phase = f"attempt {number} (scope check)"
             self._check_tree(attempt, scope, before)
+            self._tasks_before = None
             self._say_attempt(attempt)
             stop = self._classify(attempt)
             if stop is not None:
@@ -821,9 +961,12 @@ class Dispatcher:
         before = self._before
         if before is not None and self.phase.endswith("(codex)"):
             with contextlib.suppress(Exception):
-                after = snapshot.worktree_tree(self.repo)
+                if self._guard_tasks_md(None):
+                    outside.append(f"{taskfile.FILENAME} (Codex's edit undone)")
+            with contextlib.suppress(Exception):
+                after = self._tree()
                 changed = snapshot.changed_paths(self.repo, before[0], after)
-                outside = Scope(task.scope).outside(changed)
+                outside = Scope(task.scope).outside(changed) + outside
         lines = [
             self.header.line(),
             f"Outcome: In Progress · interrupted by {one_line(what)} during {self.phase}; "
@@ -851,7 +994,7 @@ class Dispatcher:
         arrow = self.console.arrow()
         if status == REVIEW:
             self.console.say(
-                f"{task.id} {arrow} Review · verified on attempt {len(self.attempts)} · "
+                f"{task.id} {arrow} Review · verified on attempt {self.attempts[-1].number} · "
                 f"evidence in {taskfile.FILENAME}"
             )
         else:

@@ -1,0 +1,198 @@
+"""Dispatch when Codex misbehaves (issue 11): orphans after a SIGKILL, the lock takeover, the
+resumed dispatch's baseline and budget, Codex editing TASKS.md.
+
+Codex is the stub on PATH (tests/support/stubtool.py); the real-Codex versions of these
+reproductions are in tests/contract/test_dispatch_contract.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.conftest import Stubs
+from tests.dispatch_support import codex_edits, codex_runs, make_plan, status_of
+
+DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}
+
+
+def state_dir(repo: Path) -> Path:
+    return repo / ".git" / "plan-build"
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def wait_until(check: Any, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return bool(check())
+
+
+def start_dispatch(repo: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "plan_build", "dispatch", "TASK-002"],
+        cwd=repo,
+        env=dict(os.environ, **DEGRADED),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_sigkill_of_plan_build_takes_codex_and_its_children_with_it(
+    repo: Path, stubs: Stubs
+) -> None:
+    make_plan(repo)
+    stubs.rule(
+        "codex",
+        {"match": ["exec"], "write": {"src/app.py": "half\n"}, "sleep": 60, "grandchild": True},
+    )
+    child = start_dispatch(repo)
+    assert wait_until((stubs.home / "codex.grandchild").exists)
+    codex_pid = int((stubs.home / "codex.pid").read_text())
+    grandchild = int((stubs.home / "codex.grandchild").read_text())
+
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+
+    # the grandchild ignores SIGTERM: the supervisor's SIGKILL follows after its grace
+    assert wait_until(lambda: gone(codex_pid) and gone(grandchild), timeout=10)
+
+
+def test_a_takeover_stops_the_dead_runs_survivors_but_never_a_reused_pid(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    make_plan(repo)
+    lock = state_dir(repo) / "dispatch" / "lock"
+    lock.parent.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    survivor = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
+    stranger = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
+    try:
+        started = psutil.Process(survivor.pid).create_time()
+        group = {"pgid": survivor.pid, "started": started}
+        lock.write_text(json.dumps({"pid": dead.pid, "task": "TASK-002", "group": group}))
+        codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+        r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+        assert r.code == 0, r.stderr
+        assert f"stopped 1 process a dead dispatch left running (pids {survivor.pid})" in r.stderr
+        assert survivor.wait(5) is not None
+        # same pid number, another start time: a different process, left alone
+        other = psutil.Process(stranger.pid).create_time() - 100
+        lock.write_text(
+            json.dumps(
+                {
+                    "pid": dead.pid,
+                    "task": "TASK-002",
+                    "group": {"pgid": stranger.pid, "started": other},
+                }
+            )
+        )
+        codex_edits(stubs, {"src/app.py": "fixed again\n"})
+        r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+        assert r.code == 0, r.stderr
+        assert stranger.poll() is None
+    finally:
+        for p in (survivor, stranger):
+            p.kill()
+            p.wait()
+
+
+def test_a_resumed_dispatch_checks_the_dead_runs_baseline(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    tasks_md = make_plan(repo)
+    stubs.rule(
+        "codex",
+        {
+            "match": ["exec"],
+            "write": {"config/settings.py": "DEBUG = True\n"},
+            "sleep": 60,
+            "times": 1,
+        },
+    )
+    child = start_dispatch(repo)
+    assert wait_until((repo / "config" / "settings.py").exists)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    assert "resuming dispatch" in r.stderr
+    assert "outside the scope: config/settings.py" in r.stderr
+    assert status_of(tasks_md, "TASK-002") == "Blocked"
+    assert len(codex_runs(stubs)) == 1  # no new Codex run on top of an out-of-scope edit
+    assert "Attempt 1 · implementer" in tasks_md.read_text()
+
+
+def test_runs_before_the_kill_count_against_the_same_budget(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_edits(stubs, {"src/app.py": "not yet\n"}, times=1)
+    stubs.rule("codex", {"match": ["exec"], "sleep": 60, "times": 1})
+    # the first rule is the newest: swap so attempt 1 edits and attempt 2 hangs
+    rules = json.loads((stubs.home / "codex.json").read_text())
+    (stubs.home / "codex.json").write_text(json.dumps([rules[1], rules[0], *rules[2:]]))
+    child = start_dispatch(repo)
+    assert wait_until(lambda: len(codex_runs(stubs)) == 2)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    codex_edits(stubs, {"src/app.py": "still not\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    assert "resuming dispatch" in r.stderr
+    assert "2 of 3 Codex runs used" in r.stderr
+    assert len(codex_runs(stubs)) == 3  # one more run: the budget is three in all
+    text = tasks_md.read_text()
+    assert "verification still fails after the last allowed correction" in text
+    assert "- Attempt 3 ·" in text
+
+
+def test_codex_editing_tasks_md_is_reported_and_undone(repo: Path, stubs: Stubs, cli: Any) -> None:
+    tasks_md = make_plan(repo)
+    forged = tasks_md.read_text().replace(
+        "## TASK-003: Export the audit log\n\nStatus: Pending",
+        "## TASK-003: Export the audit log\n\nStatus: Complete",
+    )
+    codex_edits(stubs, {"src/app.py": "fixed\n", "TASKS.md": forged})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6
+    assert "outside the scope: TASKS.md" in r.stderr
+    assert status_of(tasks_md, "TASK-003") == "Pending"  # the forged status is gone
+    text = tasks_md.read_text()
+    assert "`TASKS.md` was changed by Codex; plan-build owns it during a dispatch" in text
+    assert "`TASKS.md (Codex's edit undone)`" in text
