@@ -229,3 +229,24 @@ def test_sigkill_of_plan_build_takes_codex_with_it_and_the_resume_checks_the_old
     # the dead run's attempt counts; it changed files outside the scope, so no new run starts
     assert [(a["attempt"], a["outcome"]) for a in attempts(repo)] == [(1, "scope")]
     assert len(codex_api.turns()) == turns
+
+
+def test_codexs_edits_to_tasks_md_are_reported_and_undone(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.commands = [
+        FIX,
+        "sed -i -e 's/^Status: Pending/Status: Complete/' "
+        "-e 's/^grep -q csv src\\/export.py/true/' TASKS.md",
+    ]
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    assert "outside the scope: TASKS.md" in r.stderr
+    text = tasks_md.read_text()
+    assert status_of(tasks_md, "TASK-003") == "Pending"  # no forged Complete
+    assert "grep -q csv src/export.py" in text  # nor a forged verification command
+    assert "`TASKS.md` was changed by Codex; plan-build owns it during a dispatch" in text
+    assert "`TASKS.md (Codex's edit undone)`" in text
