@@ -196,3 +196,83 @@ def test_codex_editing_tasks_md_is_reported_and_undone(repo: Path, stubs: Stubs,
     text = tasks_md.read_text()
     assert "`TASKS.md` was changed by Codex; plan-build owns it during a dispatch" in text
     assert "`TASKS.md (Codex's edit undone)`" in text
+
+
+# ----------------------------------------------------------------------------- ignored paths
+
+
+def test_a_change_to_an_ignored_path_outside_the_scope_blocks(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    (repo / ".gitignore").write_text("local.env\nbuild/\n.venv/\n")
+    (repo / "local.env").write_text("A=1\n")
+    (repo / ".venv" / "lib").mkdir(parents=True)
+    (repo / ".venv" / "lib" / "site.py").write_text("# untouched\n")
+    tasks_md = make_plan(repo)
+    codex_edits(
+        stubs, {"src/app.py": "fixed\n", "local.env": "A=2\n", "build/injected.sh": "echo hi\n"}
+    )
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    assert "outside the scope: local.env" in r.stderr
+    assert "outside the scope: build/injected.sh" in r.stderr
+    assert ".venv" not in r.stderr  # an untouched ignored tree is not reported
+    text = tasks_md.read_text()
+    assert "Ignored by git: `build/injected.sh`, `local.env`" in text
+    assert status_of(tasks_md, "TASK-002") == "Blocked"
+
+
+def test_an_ignored_path_inside_the_scope_is_fine(repo: Path, stubs: Stubs, cli: Any) -> None:
+    (repo / ".gitignore").write_text("tests/fixtures/\n")
+    make_plan(repo)
+    codex_edits(stubs, {"src/app.py": "fixed\n", "tests/fixtures/data.json": "{}\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    assert "2 files changed, all in scope" in r.stderr
+
+
+def test_check_caches_are_by_products_whether_ignored_or_not(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    (repo / ".gitignore").write_text(".mypy_cache/\n")
+    (repo / ".plan-build.yaml").write_text("dispatch:\n  byproducts:\n    - .cache/\n")
+    tasks_md = make_plan(repo)
+    codex_edits(
+        stubs,
+        {
+            "src/app.py": "fixed\n",
+            "src/__pycache__/app.cpython-311.pyc": "x",
+            "deep/pkg/mod.pyc": "x",
+            ".pytest_cache/v/cache/lastfailed": "{}",
+            ".mypy_cache/3.11/app.meta.json": "{}",
+            ".cache/tool/state": "1",
+        },
+    )
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    assert "1 file changed, all in scope (+5 check by-products)" in r.stderr
+    text = tasks_md.read_text()
+    assert "By-products of running checks (not judged against the scope):" in text
+    assert "`.mypy_cache/3.11/app.meta.json`" in text
+    assert "`src/__pycache__/app.cpython-311.pyc`" in text
+
+
+def test_a_byproduct_glob_that_covers_everything_is_refused(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    (repo / ".plan-build.yaml").write_text("dispatch:\n  byproducts:\n    - '**'\n")
+    tasks_md = make_plan(repo)
+    before = tasks_md.read_text()
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 2
+    assert "dispatch.byproducts entry '**' would make every path a by-product" in r.stderr
+    assert tasks_md.read_text() == before
+    assert codex_runs(stubs) == []

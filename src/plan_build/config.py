@@ -22,6 +22,7 @@ SCHEMA: dict[str, Any] = {
     },
     "enhance": {"timeout": float},
     "review": {"codex_timeout": float, "coderabbit_timeout": float, "codex_model": str},
+    "dispatch": {"byproducts": [str]},
 }
 
 

@@ -250,3 +250,46 @@ def test_codexs_edits_to_tasks_md_are_reported_and_undone(
     assert "grep -q csv src/export.py" in text  # nor a forged verification command
     assert "`TASKS.md` was changed by Codex; plan-build owns it during a dispatch" in text
     assert "`TASKS.md (Codex's edit undone)`" in text
+
+
+def test_edits_to_ignored_files_outside_the_scope_are_caught(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    (repo / ".gitignore").write_text("local.env\nbuild/\nnode_modules/\n")
+    (repo / "local.env").write_text("API_URL=http://localhost\n")
+    (repo / "node_modules" / "left-pad").mkdir(parents=True)
+    (repo / "node_modules" / "left-pad" / "index.js").write_text("module.exports = 1\n")
+    tasks_md = make_plan(repo)
+    codex_api.commands = [
+        FIX,
+        "echo 'API_URL=http://evil' > local.env && mkdir -p build && "
+        "echo 'echo pwned' > build/injected.sh && echo 2 >> node_modules/left-pad/index.js",
+    ]
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    for path in ("local.env", "build/injected.sh", "node_modules/left-pad/index.js"):
+        assert f"outside the scope: {path}" in r.stderr
+    assert status_of(tasks_md, "TASK-002") == "Blocked"
+    assert "Ignored by git: `build/injected.sh`, `local.env`" in tasks_md.read_text()
+
+
+def test_caches_from_codex_running_the_checks_are_by_products_not_violations(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)  # nothing is ignored: __pycache__ is an untracked directory
+    codex_api.commands = [
+        FIX,
+        "python3 -m py_compile src/app.py && mkdir -p .pytest_cache/v"
+        " && echo '{}' > .pytest_cache/v/lastfailed",
+    ]
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    assert list((repo / "src" / "__pycache__").glob("app.*.pyc"))  # Codex really made it
+    assert status_of(tasks_md, "TASK-002") == "Review"
+    text = tasks_md.read_text()
+    assert "By-products of running checks (not judged against the scope): `.pytest_cache/" in text
+    assert "src/__pycache__/app." in text

@@ -77,6 +77,8 @@ class Attempt:
     verification: list[VerifyRun] | None = None
     outcome: str = "running"
     notes: list[str] = field(default_factory=list)  # more evidence lines, e.g. an undone edit
+    ignored: list[str] = field(default_factory=list)  # changed paths git ignores (in changed)
+    byproducts: list[str] = field(default_factory=list)  # check caches: listed, not judged
 
     @property
     def verified(self) -> bool:
@@ -98,6 +100,8 @@ class Attempt:
             "tokens": self.events.tokens,
             "changed": self.changed,
             "outside_scope": self.outside,
+            "ignored": self.ignored,
+            "byproducts": self.byproducts,
             "git_moves": self.git_moves,
             "verification": [v.as_json() for v in self.verification]
             if self.verification is not None
@@ -257,6 +261,15 @@ def change_lines(a: Attempt) -> list[str]:
         lines.append("  - Changed: nothing")
     if a.outside:
         lines.append("  - Outside the scope: " + ", ".join(f"`{p}`" for p in a.outside))
+    if a.ignored:
+        lines.append("  - Ignored by git: " + ", ".join(f"`{p}`" for p in a.ignored[:20]))
+    if a.byproducts:
+        more = f" and {len(a.byproducts) - 10} more" if len(a.byproducts) > 10 else ""
+        lines.append(
+            "  - By-products of running checks (not judged against the scope): "
+            + ", ".join(f"`{p}`" for p in a.byproducts[:10])
+            + more
+        )
     lines.extend(f"  - {move}" for move in a.git_moves)
     lines.extend(f"  - {note}" for note in a.notes)
     reported = a.events.failures[-2:]

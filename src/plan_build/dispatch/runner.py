@@ -46,7 +46,7 @@ from plan_build.dispatch.evidence import (
     running_block,
     tail,
 )
-from plan_build.dispatch.scope import Scope
+from plan_build.dispatch.scope import DEFAULT_BYPRODUCTS, Byproducts, Scope, byproduct_problem
 from plan_build.dispatch.taskfile import (
     BLOCKED,
     COMPLETE,
@@ -271,6 +271,8 @@ class Dispatcher:
         self.used = 0  # Codex runs of this dispatch before this process (a resumed dispatch)
         self.resumed: dict[str, Any] | None = None
         self._tasks_before: bytes | None = None  # TASKS.md as it was when Codex started
+        self._ignored_before: snapshot.Ignored | None = None
+        self.byproducts = Byproducts()
 
     @property
     def header(self) -> Header:
@@ -520,11 +522,22 @@ class Dispatcher:
         attempt.final_message = message.strip() or (attempt.events.final_message or "")
 
     def _check_tree(
-        self, attempt: Attempt, scope: Scope, before: tuple[str, str | None, str]
+        self,
+        attempt: Attempt,
+        scope: Scope,
+        before: tuple[str, str | None, str],
+        ignored_before: snapshot.Ignored | None = None,
     ) -> None:
         tree_before, head_before, index_before = before
         after = self._tree()
-        attempt.changed = snapshot.changed_paths(self.repo, tree_before, after)
+        changed = snapshot.changed_paths(self.repo, tree_before, after)
+        ignored: list[str] = []
+        if ignored_before is not None:
+            now = snapshot.ignored_files(self.repo)
+            ignored = [p for p in snapshot.changed_ignored(ignored_before, now) if p not in changed]
+        attempt.byproducts = [p for p in changed + ignored if self.byproducts.matches(p)]
+        attempt.ignored = [p for p in ignored if not self.byproducts.matches(p)]
+        attempt.changed = [p for p in changed if not self.byproducts.matches(p)] + attempt.ignored
         attempt.outside = [p for p in attempt.changed if not scope.allows(p)]
         # TASKS.md is the plan's record: never Codex's to change, whatever the globs say
         self._guard_tasks_md(attempt)
@@ -743,8 +756,22 @@ class Dispatcher:
             dry_run=True,
         )
 
+    def _load_byproducts(self) -> Byproducts:
+        from plan_build import config
+
+        extra = config.load(self.repo.root).get("dispatch.byproducts", []) or []
+        for pattern in extra:
+            why = byproduct_problem(pattern)
+            if why:
+                raise usage(
+                    f"{config.FILENAME}: dispatch.byproducts entry {pattern!r} {why}",
+                    "use globs such as `.cache/` or `*.log`, relative to the repository root",
+                )
+        return Byproducts((*DEFAULT_BYPRODUCTS, *extra))
+
     def _loop(self, tf: TaskFile, task: Task, prompt: str) -> DispatchResult:
         scope = Scope(task.scope)
+        self.byproducts = self._load_byproducts()
         self.resumed = self._resumable(task)
         if self.resumed is not None:
             # the same dispatch goes on: its id, its baseline, its budget of Codex runs
@@ -789,7 +816,13 @@ class Dispatcher:
         except BaseException as exc:
             self._interrupted(task, exc)
             raise
-        changed = snapshot.changed_paths(self.repo, baseline, self._tree())
+        changed = [
+            p
+            for p in snapshot.changed_paths(self.repo, baseline, self._tree())
+            if not self.byproducts.matches(p)
+        ]
+        for a in self.attempts:
+            changed.extend(p for p in a.ignored if p not in changed)
         if any(taskfile.FILENAME in a.changed for a in self.attempts):
             changed.append(f"{taskfile.FILENAME} (Codex's edit undone)")
         block = final_block(
@@ -884,10 +917,11 @@ class Dispatcher:
             self._save_running(attempts=number, role=role, before=list(before))
             self.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
             self.phase = f"attempt {number} (codex)"
+            self._ignored_before = snapshot.ignored_files(self.repo)
             self._tasks_before = self._tasks_bytes()
             self._run_codex(attempt, prompt)
             self.phase = f"attempt {number} (scope check)"
-            self._check_tree(attempt, scope, before)
+            self._check_tree(attempt, scope, before, self._ignored_before)
             self._tasks_before = None
             self._say_attempt(attempt)
             stop = self._classify(attempt)
@@ -943,6 +977,8 @@ class Dispatcher:
             files += f", {len(a.outside)} outside the scope"
         elif a.changed:
             files += ", all in scope"
+        if a.byproducts:
+            files += f" (+{len(a.byproducts)} check by-products)"
         self.console.say(f"    {head} · {files}")
 
     def _interrupted(self, task: Task, exc: BaseException) -> None:
@@ -966,6 +1002,7 @@ class Dispatcher:
             with contextlib.suppress(Exception):
                 after = self._tree()
                 changed = snapshot.changed_paths(self.repo, before[0], after)
+                changed = [p for p in changed if not self.byproducts.matches(p)]
                 outside = Scope(task.scope).outside(changed) + outside
         lines = [
             self.header.line(),
