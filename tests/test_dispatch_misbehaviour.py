@@ -276,3 +276,60 @@ def test_a_byproduct_glob_that_covers_everything_is_refused(
     assert "dispatch.byproducts entry '**' would make every path a by-product" in r.stderr
     assert tasks_md.read_text() == before
     assert codex_runs(stubs) == []
+
+
+# ----------------------------------------------------------------------------- sandbox
+
+
+def sandbox_failure_events() -> str:
+    """What the real codex 0.171 prints when bubblewrap cannot create its namespaces: every
+    command fails with bwrap's error, Codex still ends its turn and exits 0."""
+    cmd = "/bin/bash -lc 'echo hi > src/app.py'"
+    rows: list[dict[str, Any]] = [
+        {"type": "thread.started", "thread_id": "01a23366-80e2-7f62-b2b6-4b44c7ee9b8d"},
+        {"type": "turn.started"},
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_0",
+                "type": "command_execution",
+                "command": cmd,
+                "aggregated_output": "bwrap: Creating new namespace failed: nesting depth or "
+                "/proc/sys/user/max_*_namespaces exceeded (ENOSPC)\n",
+                "exit_code": 1,
+                "status": "failed",
+            },
+        },
+        {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": "x"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 20, "output_tokens": 10}},
+    ]
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def test_a_sandbox_that_cannot_start_blocks_at_once_and_the_task_can_run_again(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    tasks_md = make_plan(repo)
+    stubs.rule(
+        "codex",
+        {
+            "match": ["exec"],
+            "stdout": sandbox_failure_events(),
+            "write_flag": {"-o": "x"},
+            "times": 1,
+        },
+    )
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    assert "Codex's sandbox could not start, so none of its commands ran" in r.stderr
+    assert "unprivileged user namespaces" in r.stderr  # the fix
+    assert len(codex_runs(stubs)) == 1  # no correction spent
+    assert "verify" not in [c["tool"] for c in stubs.calls()]
+    text = tasks_md.read_text()
+    assert "Sandbox error (1 command): bwrap: Creating new namespace failed" in text
+    # once the sandbox works, the same task text dispatches again
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+    assert cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED).code == 0
+    assert status_of(tasks_md, "TASK-002") == "Review"

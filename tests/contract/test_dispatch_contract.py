@@ -293,3 +293,32 @@ def test_caches_from_codex_running_the_checks_are_by_products_not_violations(
     text = tasks_md.read_text()
     assert "By-products of running checks (not judged against the scope): `.pytest_cache/" in text
     assert "src/__pycache__/app." in text
+
+
+def test_a_sandbox_that_cannot_create_namespaces_blocks_at_once(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi, tmp_path: Path
+) -> None:
+    """The real codex under a user namespace whose namespace limit is 0: bubblewrap fails
+    with ENOSPC for every command, Codex exits 0 anyway."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    real = agents.clis.bin / "codex"
+    (shim / "codex").write_text(
+        "#!/bin/sh\nexec unshare -U -r sh -c "
+        '\'echo 0 > /proc/sys/user/max_user_namespaces; exec "$0" "$@"\' '
+        f'{real} "$@"\n'
+    )
+    (shim / "codex").chmod(0o755)
+    tasks_md = make_plan(repo)
+    codex_api.commands = [FIX]
+    env = {**DEGRADED, "PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=env)
+
+    assert r.code == 6, r.stderr
+    assert "Codex's sandbox could not start" in r.stderr
+    assert "attempt 2" not in r.stderr  # no correction spent on it
+    assert "Sandbox error (1 command): bwrap: Creating new namespace failed" in tasks_md.read_text()
+    # with a working sandbox the unchanged task runs again
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+    assert r.code == 0, r.stderr

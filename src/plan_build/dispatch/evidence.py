@@ -33,6 +33,7 @@ REASONS = {
     "no_events": "Codex printed no events (no --json output)",
     "corrections_exhausted": "verification still fails after the last allowed correction",
     "interrupted": "interrupted (Ctrl-C)",
+    "sandbox_unavailable": "Codex's sandbox could not start, so none of its commands ran",
 }
 
 
@@ -271,6 +272,14 @@ def change_lines(a: Attempt) -> list[str]:
             + more
         )
     lines.extend(f"  - {move}" for move in a.git_moves)
+    if a.events.sandbox_errors:
+        lines.append(
+            f"  - Sandbox error ({len(a.events.sandbox_errors)} command"
+            f"{'s' if len(a.events.sandbox_errors) != 1 else ''}): "
+            f"{one_line(a.events.sandbox_errors[0])}"
+        )
+    for git in a.events.git_commands[:5]:
+        lines.append(f"  - Codex ran a git command the prompt forbids: `{one_line(git)}`")
     lines.extend(f"  - {note}" for note in a.notes)
     reported = a.events.failures[-2:]
     if not reported and a.codex_exit not in (0, None) and a.events.errors:
@@ -307,6 +316,13 @@ def next_step(status: str, reason: str, task_id: str) -> str:
         )
     if reason == "git_state":
         return "inspect git log and git status; undo what Codex committed or staged yourself"
+    if reason == "sandbox_unavailable":
+        return (
+            "make Codex's sandbox work: bubblewrap needs unprivileged user namespaces "
+            "(sysctl user.max_user_namespaces > 0 and kernel.unprivileged_userns_clone=1; in a "
+            "container, allow unshare); check with `unshare -U true`, then "
+            f"plan-build dispatch {task_id} again"
+        )
     return (
         "check that codex works (codex login status; network), then "
         f"plan-build dispatch {task_id} again"

@@ -618,6 +618,8 @@ class Dispatcher:
             return "scope"
         if attempt.git_moves:
             return "git_state"
+        if attempt.events.sandbox_errors:
+            return "sandbox_unavailable"  # no correction can help; nothing could run
         if attempt.timed_out:
             return "codex_timeout"
         if attempt.codex_exit != 0:
