@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from typing import Any
 import psutil
 
 from tests.conftest import Stubs
-from tests.dispatch_support import codex_edits, codex_runs, make_plan, status_of
+from tests.dispatch_support import codex_edits, codex_runs, events, make_plan, status_of
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}
 
@@ -42,6 +43,10 @@ def wait_until(check: Any, timeout: float = 30) -> bool:
             return True
         time.sleep(0.05)
     return bool(check())
+
+
+def events_ok() -> str:
+    return events("done")
 
 
 def start_dispatch(repo: Path) -> subprocess.Popen[str]:
@@ -333,3 +338,78 @@ def test_a_sandbox_that_cannot_start_blocks_at_once_and_the_task_can_run_again(
     codex_edits(stubs, {"src/app.py": "fixed\n"})
     assert cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED).code == 0
     assert status_of(tasks_md, "TASK-002") == "Review"
+
+
+# ----------------------------------------------------------------------------- nested repos
+
+
+def test_an_empty_nested_repository_is_a_path_that_appeared(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    tasks_md = make_plan(repo)
+    # a real `git init` inside the work tree, as Codex's command would make it
+    stubs.rule(
+        "codex",
+        {
+            "match": ["exec"],
+            "write": {"src/app.py": "fixed\n"},
+            "stdout": events_ok(),
+            "write_flag": {"-o": "done"},
+            "run": ["git", "init", "-q", "tests/fixture_repo"],
+        },
+    )
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    assert "2 files changed, all in scope" in r.stderr
+    assert "`tests/fixture_repo`" in tasks_md.read_text()
+    # and reruns work the same way
+    assert cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED).code == 0
+
+
+def test_a_nested_repository_outside_the_scope_blocks_by_path(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    tasks_md = make_plan(repo)
+    stubs.rule(
+        "codex",
+        {
+            "match": ["exec"],
+            "write": {"src/app.py": "fixed\n"},
+            "stdout": events_ok(),
+            "write_flag": {"-o": "done"},
+            "run": ["git", "init", "-q", "vendor/newcrate"],
+        },
+    )
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    assert "outside the scope: vendor/newcrate" in r.stderr
+    assert status_of(tasks_md, "TASK-002") == "Blocked"
+
+
+def test_a_snapshot_failure_never_leaves_the_task_in_progress(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    tasks_md = make_plan(repo)
+    # git itself fails to snapshot once Codex ran (a git on PATH that refuses `add` then)
+    marker = stubs.home / "git-fails"
+    real_git = shutil.which("git")
+    wrapper = stubs.bin / "git"
+    wrapper.write_text(
+        f'#!/bin/sh\nif [ -e "{marker}" ]; then for a in "$@"; do if [ "$a" = add ]; then '
+        f'echo "fatal: {repo}/src: simulated failure" >&2; exit 128; fi; done; fi\n'
+        f'exec {real_git} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    codex_edits(stubs, {"src/app.py": "fixed\n", str(marker): "1"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    assert status_of(tasks_md, "TASK-002") == "Blocked"
+    text = tasks_md.read_text()
+    assert "plan-build stopped during attempt 1 (scope check)" in text
+    assert str(repo) not in text  # repository-relative paths only

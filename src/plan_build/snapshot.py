@@ -62,7 +62,15 @@ def _add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STAT
     skip = [f":(exclude,literal){p}" for p in exclude]
     try:
         # fsmonitor answers for the user's index; a private one is checked by stat alone.
-        repo.git("-c", "core.fsmonitor=false", "add", "-A", "--", ".", *skip, env=env, timeout=600)
+        try:
+            repo.git(
+                "-c", "core.fsmonitor=false", "add", "-A", "--", ".", *skip, env=env, timeout=600
+            )
+        except CommandFailed:
+            nested = _nested_repos(repo, env)
+            if not nested:
+                raise
+            _add_with_nested(repo, env, skip, nested)
         if exclude:
             literal = [f":(literal){p}" for p in exclude]
             repo.git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *literal, env=env)
@@ -72,6 +80,28 @@ def _add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STAT
             "make every file in the work tree readable (or ignore it in .gitignore), then retry",
             code=ExitCode.BLOCKED,
         ) from exc
+
+
+def _nested_repos(repo: Repo, env: dict[str, str]) -> list[str]:
+    """Untracked git repositories inside the work tree (`git init sub`, `cargo new`): git
+    lists them as directories, and `git add` refuses one that has no commit yet."""
+    out = repo.git("ls-files", "-z", "--others", "--exclude-standard", env=env, check=False)
+    return [
+        p.rstrip("/")
+        for p in out.stdout.split("\0")
+        if p.endswith("/") and (repo.root / p / ".git").exists()
+    ]
+
+
+def _add_with_nested(repo: Repo, env: dict[str, str], skip: list[str], nested: list[str]) -> None:
+    """Stage everything but the nested repositories, then each as a gitlink: its HEAD, or the
+    empty tree's id for one without a commit, so the snapshot shows a path that appeared."""
+    skip = skip + [f":(exclude,literal){p}" for p in nested]
+    repo.git("-c", "core.fsmonitor=false", "add", "-A", "--", ".", *skip, env=env, timeout=600)
+    for path in nested:
+        head = repo.git("-C", path, "rev-parse", "-q", "--verify", "HEAD", check=False)
+        sha = head.stdout.strip() if head.ok and head.stdout.strip() else EMPTY_TREE
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{sha},{path}", env=env)
 
 
 @dataclass(frozen=True)

@@ -322,3 +322,17 @@ def test_a_sandbox_that_cannot_create_namespaces_blocks_at_once(
     # with a working sandbox the unchanged task runs again
     r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
     assert r.code == 0, r.stderr
+
+
+def test_an_empty_nested_repository_is_a_path_that_appeared(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.commands = [FIX, "git init -q tests/fixture_repo && ls tests/fixture_repo/.git"]
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert (repo / "tests" / "fixture_repo" / ".git").is_dir()  # the real Codex made it
+    assert r.code == 0, r.stderr
+    assert status_of(tasks_md, "TASK-002") == "Review"
+    assert "`tests/fixture_repo`" in tasks_md.read_text()

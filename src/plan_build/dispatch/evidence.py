@@ -34,6 +34,7 @@ REASONS = {
     "corrections_exhausted": "verification still fails after the last allowed correction",
     "interrupted": "interrupted (Ctrl-C)",
     "sandbox_unavailable": "Codex's sandbox could not start, so none of its commands ran",
+    "error": "plan-build stopped on an error",
 }
 
 
@@ -316,6 +317,8 @@ def next_step(status: str, reason: str, task_id: str) -> str:
         )
     if reason == "git_state":
         return "inspect git log and git status; undo what Codex committed or staged yourself"
+    if reason == "error":
+        return f"fix what the message says, then plan-build dispatch {task_id} again"
     if reason == "sandbox_unavailable":
         return (
             "make Codex's sandbox work: bubblewrap needs unprivileged user namespaces "

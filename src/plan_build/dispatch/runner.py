@@ -771,7 +771,8 @@ class Dispatcher:
                 )
         return Byproducts((*DEFAULT_BYPRODUCTS, *extra))
 
-    def _loop(self, tf: TaskFile, task: Task, prompt: str) -> DispatchResult:
+    def _begin(self, task: Task) -> tuple[Scope, str]:
+        """Resume or start: the messages, Status In Progress, the saved running state."""
         scope = Scope(task.scope)
         self.byproducts = self._load_byproducts()
         self.resumed = self._resumable(task)
@@ -794,15 +795,15 @@ class Dispatcher:
             )
         for pattern in scope.unmatched(repo_files(self.repo)):
             self.console.say(f"  note: scope entry `{pattern}` matches no file yet")
+        # the baseline comes before the status changes: if the snapshot fails, nothing did
+        baseline = str(self.resumed["baseline_tree"]) if self.resumed else self._tree()
         self._update(
             IN_PROGRESS,
             running_block(self.header, task.id, self.used + 1, recipes.IMPLEMENTER, os.getpid()),
         )
         if self.resumed is not None:
-            baseline = str(self.resumed["baseline_tree"])
             self._save_running(pid=os.getpid())
         else:
-            baseline = self._tree()
             state = _read_task_state(self.repo, task.id)
             state["running"] = {
                 "dispatch": self.dispatch_id,
@@ -812,17 +813,27 @@ class Dispatcher:
                 "attempts": 0,
             }
             _write_task_state(self.repo, task.id, state)
+        return scope, baseline
+
+    def _loop(self, tf: TaskFile, task: Task, prompt: str) -> DispatchResult:
+        scope, baseline = self._begin(task)
         status, reason = BLOCKED, "interrupted"
         try:
             status, reason = self._attempts(tf, task, scope, prompt)
+        except PlanBuildError as exc:
+            if isinstance(exc, proc.CommandCancelled):
+                self._interrupted(task, exc)
+            else:  # a failed snapshot, an unwritable state dir: never leave it In Progress
+                self._failed(task, exc)
+            raise
         except BaseException as exc:
             self._interrupted(task, exc)
             raise
-        changed = [
-            p
-            for p in snapshot.changed_paths(self.repo, baseline, self._tree())
-            if not self.byproducts.matches(p)
-        ]
+        try:
+            since = snapshot.changed_paths(self.repo, baseline, self._tree())
+        except PlanBuildError:
+            since = [p for a in self.attempts for p in a.changed if p not in a.ignored]
+        changed = [p for p in dict.fromkeys(since) if not self.byproducts.matches(p)]
         for a in self.attempts:
             changed.extend(p for p in a.ignored if p not in changed)
         if any(taskfile.FILENAME in a.changed for a in self.attempts):
@@ -1029,6 +1040,25 @@ class Dispatcher:
             record["outside_scope"] = len(outside)
             telemetry.append(self.repo.state_dir, record)
 
+    def _failed(self, task: Task, exc: PlanBuildError) -> None:
+        """plan-build itself failed mid-dispatch: the task becomes Blocked (reason `error`)
+        with the message, so it is never left In Progress by a failure that repeats."""
+        lines = [
+            self.header.line(),
+            f"Outcome: Blocked · plan-build stopped during {self.phase}: "
+            f"{one_line(evidence_text(exc.what, self.repo.root, self.session.home))}",
+        ]
+        for a in self.attempts:
+            lines.extend(attempt_lines(a, self.env))
+        lines.append(f"- Next: {next_step(BLOCKED, 'error', task.id)}")
+        with contextlib.suppress(Exception):
+            self._update(BLOCKED, "\n".join(lines) + "\n")
+        with contextlib.suppress(Exception):
+            last = {"dispatch": self.dispatch_id, "status": BLOCKED, "reason": "error"}
+            _write_task_state(self.repo, task.id, {"last": {**last, "at": telemetry.now()}})
+        with contextlib.suppress(Exception):
+            telemetry.append(self.repo.state_dir, self._dispatch_record(task, BLOCKED, "error"))
+
     def _report(self, task: Task, status: str, reason: str) -> None:
         arrow = self.console.arrow()
         if status == REVIEW:
@@ -1044,6 +1074,15 @@ class Dispatcher:
                     self.console.say(f"    outside the scope: {p}")
                 self.console.say("    the diff is left in the work tree for you to decide")
         self.console.say(f"  next: {next_step(status, reason, task.id)}")
+
+
+def evidence_text(text: str, root: Path, home: Path | None) -> str:
+    """Text for TASKS.md (a committed file): paths relative to the repository, never the
+    home directory."""
+    text = text.replace(str(root) + os.sep, "").replace(str(root), ".")
+    if home is not None and str(home) not in ("", "/"):
+        text = text.replace(str(home), "~")
+    return text
 
 
 def _combine(stdout: str, stderr: str) -> str:
