@@ -413,3 +413,183 @@ def test_a_snapshot_failure_never_leaves_the_task_in_progress(
     text = tasks_md.read_text()
     assert "plan-build stopped during attempt 1 (scope check)" in text
     assert str(repo) not in text  # repository-relative paths only
+
+
+# ----------------------------------------------------------------------------- smaller items
+
+
+def test_a_codex_failure_before_any_event_shows_its_stderr_redacted(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    tasks_md = make_plan(repo)
+    home = os.environ["HOME"]
+    stubs.rule(
+        "codex",
+        {
+            "match": ["exec"],
+            "exit": 1,
+            "stderr": f'Error finding codex home: CODEX_HOME points to "{home}/.codex-x", but '
+            "that path does not exist\nauth header: contract-secret-value-123\n",
+        },
+    )
+    env = {**DEGRADED, "MOCK_API_TOKEN": "contract-secret-value-123"}
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=env)
+
+    assert r.code == 6
+    assert 'codex: Error finding codex home: CODEX_HOME points to "~/.codex-x"' in r.stderr
+    text = tasks_md.read_text()
+    assert "Codex's stderr (last lines):" in text
+    assert 'CODEX_HOME points to "~/.codex-x", but that path does not exist' in text
+    assert "contract-secret-value-123" not in text + r.stderr
+    assert home not in text
+
+
+def test_codex_gets_the_committed_identity_in_its_environment(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    make_plan(repo)
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    [call] = codex_runs(stubs)
+    assert call["env"]["AGENTMEMORY_PROJECT_NAME"] == "github.com/ana/shop"
+    assert call["env"]["PLAN_BUILD_MEMORY_MODE"] == "degraded"
+    assert call["env"]["AGENTMEMORY_INJECT_CONTEXT"] == "false"
+
+
+def test_an_inherited_identity_of_another_project_is_refused(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    tasks_md = make_plan(repo)
+    before = tasks_md.read_bytes()
+
+    r = cli(
+        "dispatch",
+        "TASK-002",
+        cwd=repo,
+        env={**DEGRADED, "AGENTMEMORY_PROJECT_NAME": "github.com/bob/other"},
+    )
+
+    assert r.code == 3
+    assert "AGENTMEMORY_PROJECT_NAME is 'github.com/bob/other'" in r.stderr
+    assert "'github.com/ana/shop'" in r.stderr
+    assert tasks_md.read_bytes() == before
+    assert codex_runs(stubs) == []
+
+
+def test_two_attempts_that_change_nothing_stop_as_no_change(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_edits(stubs, {}, message="The pagination already exists; nothing to do.")
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6
+    assert len(codex_runs(stubs)) == 2  # not three: two idle runs in a row say enough
+    assert "Codex made no change; it said: “The pagination already exists" in r.stderr
+    assert "Codex made no change in two attempts in a row" in r.stderr
+    text = tasks_md.read_text()
+    assert "Codex made no change; it said: “The pagination already exists; nothing to do.”" in text
+    assert "revise the architecture" not in text
+
+
+def test_the_in_progress_note_names_the_running_attempt(repo: Path, stubs: Stubs, cli: Any) -> None:
+    tasks_md = make_plan(repo)
+    seen = stubs.home / "tasks-during-attempt-2.md"
+    codex_edits(stubs, {"src/app.py": "not yet\n"}, times=1)
+    stubs.rule(
+        "codex",
+        {
+            "match": ["exec"],
+            "write": {"src/app.py": "fixed\n"},
+            "stdout": events_ok(),
+            "write_flag": {"-o": "done"},
+            "run": ["cp", "TASKS.md", str(seen)],
+        },
+    )
+    rules = json.loads((stubs.home / "codex.json").read_text())
+    (stubs.home / "codex.json").write_text(json.dumps([rules[1], rules[0], *rules[2:]]))
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    assert "Outcome: In Progress · attempt 2 (corrector) running under pid" in seen.read_text()
+    assert status_of(tasks_md, "TASK-002") == "Review"
+
+
+def test_json_prints_the_interrupted_result(repo: Path, stubs: Stubs) -> None:
+    make_plan(repo)
+    stubs.rule("codex", {"match": ["exec"], "sleep": 60})
+    child = subprocess.Popen(
+        [sys.executable, "-m", "plan_build", "dispatch", "TASK-002", "--json"],
+        cwd=repo,
+        env=dict(os.environ, **DEGRADED),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert wait_until((stubs.home / "codex.pid").exists)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=30)
+
+    assert child.returncode == 130, err
+    result = json.loads(out)
+    assert (result["status"], result["reason"]) == ("In Progress", "interrupted")
+    assert result["attempts"][0]["attempt"] == 1
+
+
+def test_evidence_has_repository_relative_paths_and_no_home(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    script = (
+        "import os, sys; print(os.getcwd() + '/src/app.py:1: AssertionError'); "
+        "print('cache at ' + os.environ['HOME'] + '/.cache/x'); sys.exit(1)"
+    )
+    tasks_md = make_plan(repo, verify=f"{sys.executable} -c {script!r}")
+    codex_edits(stubs, {"src/app.py": "try\n"}, times=1)
+    codex_edits(stubs, {"src/app.py": "again\n"}, times=1)
+    codex_edits(stubs, {"src/app.py": "and again\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6
+    text = tasks_md.read_text()
+    assert "src/app.py:1: AssertionError" in text
+    assert str(repo) not in text
+    assert os.environ["HOME"] not in text
+    assert "cache at ~/.cache/x" in text
+
+
+def test_codexs_git_commands_are_named_in_the_evidence(repo: Path, stubs: Stubs, cli: Any) -> None:
+    tasks_md = make_plan(repo)
+    rows = [
+        {"type": "thread.started", "thread_id": "t"},
+        {
+            "type": "item.completed",
+            "item": {
+                "type": "command_execution",
+                "command": "/bin/bash -lc 'git add -A && git commit -m wip'",
+                "aggregated_output": "fatal: Unable to create '.git/index.lock': Read-only",
+                "exit_code": 128,
+                "status": "failed",
+            },
+        },
+        {"type": "item.completed", "item": {"type": "agent_message", "text": "done"}},
+        {"type": "turn.completed"},
+    ]
+    stream = "".join(json.dumps(x) + "\n" for x in rows)
+    codex_edits(stubs, {"src/app.py": "fixed\n"}, stdout=stream)
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    assert (
+        "Codex ran a git command the prompt forbids: "
+        "`/bin/bash -lc 'git add -A && git commit -m wip' (failed)`"
+    ) in tasks_md.read_text()

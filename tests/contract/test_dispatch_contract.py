@@ -336,3 +336,98 @@ def test_an_empty_nested_repository_is_a_path_that_appeared(
     assert r.code == 0, r.stderr
     assert status_of(tasks_md, "TASK-002") == "Review"
     assert "`tests/fixture_repo`" in tasks_md.read_text()
+
+
+def test_a_codex_failure_before_any_event_shows_codexs_own_error(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    missing = agents.home / "no-such-codex-home"
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env={**DEGRADED, "CODEX_HOME": str(missing)})
+
+    assert r.code == 6
+    assert "codex: Error finding codex home: CODEX_HOME points to" in r.stderr
+    text = tasks_md.read_text()
+    assert "but that path does not exist" in text
+    assert str(agents.home) not in text  # the home directory never lands in TASKS.md
+
+
+def test_codex_sees_the_committed_identity_and_a_foreign_one_is_refused(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    make_plan(repo)
+    codex_api.commands = [
+        FIX,
+        "mkdir -p tests && env | grep -E '^(AGENTMEMORY|PLAN_BUILD)_' > tests/env.txt",
+    ]
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    seen = (repo / "tests" / "env.txt").read_text().splitlines()
+    assert "AGENTMEMORY_PROJECT_NAME=github.com/ana/shop" in seen
+    assert "PLAN_BUILD_MEMORY_MODE=degraded" in seen
+    assert "AGENTMEMORY_INJECT_CONTEXT=false" in seen
+
+    turns = len(codex_api.turns())
+    foreign = {**DEGRADED, "AGENTMEMORY_PROJECT_NAME": "github.com/bob/other"}
+    r = cli("dispatch", "TASK-002", cwd=repo, env=foreign)
+    assert r.code == 3
+    assert "names another project" in r.stderr or "another project" in r.stderr
+    assert len(codex_api.turns()) == turns  # Codex never started
+
+
+def test_codex_changing_nothing_twice_stops_as_no_change(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.reply = "Pagination is already there; I changed nothing."
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6
+    assert "attempt 3" not in r.stderr
+    assert "Codex made no change in two attempts in a row" in r.stderr
+    assert "it said: “Pagination is already there; I changed nothing.”" in tasks_md.read_text()
+    assert [a["outcome"] for a in attempts(repo)] == ["no_change", "no_change"]
+
+
+def test_codexs_git_commit_attempt_is_named_in_the_evidence(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.commands = [FIX, "git add -A && git commit -qm wip"]
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr  # the sandbox refused it: nothing moved
+    assert (
+        "Codex ran a git command the prompt forbids: "
+        "`/bin/bash -lc 'git add -A && git commit -qm wip' (failed)`"
+    ) in tasks_md.read_text()
+
+
+def test_json_prints_the_result_when_the_real_codex_is_interrupted(
+    repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    make_plan(repo)
+    codex_api.commands = ["mkdir -p tests && touch tests/started && sleep 20"]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "plan_build", "dispatch", "TASK-002", "--json"],
+        cwd=repo,
+        env={**os.environ, **DEGRADED},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (repo / "tests" / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    child.send_signal(signal.SIGTERM)
+    out, err = child.communicate(timeout=60)
+
+    assert child.returncode == 130, err
+    result = json.loads(out)
+    assert (result["status"], result["reason"]) == ("In Progress", "interrupted")

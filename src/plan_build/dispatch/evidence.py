@@ -35,6 +35,7 @@ REASONS = {
     "interrupted": "interrupted (Ctrl-C)",
     "sandbox_unavailable": "Codex's sandbox could not start, so none of its commands ran",
     "error": "plan-build stopped on an error",
+    "no_change": "Codex made no change in two attempts in a row while verification fails",
 }
 
 
@@ -80,6 +81,7 @@ class Attempt:
     outcome: str = "running"
     notes: list[str] = field(default_factory=list)  # more evidence lines, e.g. an undone edit
     ignored: list[str] = field(default_factory=list)  # changed paths git ignores (in changed)
+    stderr_tail: str = ""  # Codex's last stderr lines when it failed (redacted, relative paths)
     byproducts: list[str] = field(default_factory=list)  # check caches: listed, not judged
 
     @property
@@ -282,6 +284,9 @@ def change_lines(a: Attempt) -> list[str]:
     for git in a.events.git_commands[:5]:
         lines.append(f"  - Codex ran a git command the prompt forbids: `{one_line(git)}`")
     lines.extend(f"  - {note}" for note in a.notes)
+    if a.stderr_tail:
+        lines.append("  - Codex's stderr (last lines):")
+        lines.extend("    " + ln for ln in fence(a.stderr_tail).splitlines())
     reported = a.events.failures[-2:]
     if not reported and a.codex_exit not in (0, None) and a.events.errors:
         reported = a.events.errors[-1:]
@@ -317,6 +322,12 @@ def next_step(status: str, reason: str, task_id: str) -> str:
         )
     if reason == "git_state":
         return "inspect git log and git status; undo what Codex committed or staged yourself"
+    if reason == "no_change":
+        return (
+            "read what Codex said in the evidence; the task may be done already, impossible "
+            "within its scope, or unclear: revise it (after the user approves), then dispatch "
+            f"{task_id} again"
+        )
     if reason == "error":
         return f"fix what the message says, then plan-build dispatch {task_id} again"
     if reason == "sandbox_unavailable":

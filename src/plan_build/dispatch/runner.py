@@ -68,10 +68,15 @@ PROMPT_TAIL_CHARS = 6_000
 PROMPT_TAIL_LINES = 120
 SUMMARY_ITEMS = 8
 HEARTBEAT_EVERY = 30.0
+STDERR_TAIL_LINES = 8
+STDERR_TAIL_CHARS = 1_500
+# lines every codex run prints that say nothing about why it failed
+STDERR_NOISE = re.compile(r"Reading additional input from stdin|Stack backtrace:|\s+\d+: ")
 
 # Blocked for these reasons, the same task text would fail the same way: refuse to redispatch
 # it unchanged. Codex failures and timeouts (network, auth) may succeed on a plain retry.
-NEEDS_REVISION = {"scope", "scope_requested", "corrections_exhausted", "git_state"}
+NEEDS_REVISION = {"scope", "scope_requested", "corrections_exhausted", "git_state", "no_change"}
+NO_CHANGE_LIMIT = 2  # attempts in a row that change nothing while verification fails
 
 # ----------------------------------------------------------------------------- small helpers
 
@@ -249,6 +254,7 @@ class Dispatcher:
     recipe: recipes.Recipe
     accept_recipe: bool = False
     dry_run: bool = False
+    on_interrupt: Callable[[DispatchResult], None] | None = None
 
     def __post_init__(self) -> None:
         self.console = self.session.console
@@ -273,6 +279,7 @@ class Dispatcher:
         self._tasks_before: bytes | None = None  # TASKS.md as it was when Codex started
         self._ignored_before: snapshot.Ignored | None = None
         self.byproducts = Byproducts()
+        self.codex_env: dict[str, str] = dict(self.env)
 
     @property
     def header(self) -> Header:
@@ -416,6 +423,7 @@ class Dispatcher:
         text = taskfile.read(self.path).text
         if status is not None:
             text = taskfile.with_status(text, self.task_id, status)
+        block = evidence_text(block, self.repo.root, self.session.home)
         text = taskfile.with_block(text, self.task_id, self.dispatch_id, block)
         atomic_write(self.path, text)
 
@@ -430,6 +438,14 @@ class Dispatcher:
     def _started(self, pgid: int) -> None:
         if self.lock is not None:
             self.lock.record_group(pgid)
+
+    def _stderr_tail(self, stderr: str) -> str:
+        """The last lines of Codex's stderr, for the console and the evidence: credentials
+        withheld, paths relative to the repository, no home directory."""
+        kept = [ln for ln in stderr.splitlines() if ln.strip() and not STDERR_NOISE.match(ln)]
+        text = tail("\n".join(kept), STDERR_TAIL_LINES, STDERR_TAIL_CHARS)
+        text, _ = redact.redact(text, self.env)
+        return evidence_text(text, self.repo.root, self.session.home)
 
     def _tree(self) -> str:
         """The work tree without TASKS.md: plan-build owns that file during a dispatch and
@@ -495,7 +511,7 @@ class Dispatcher:
             done = proc.run(
                 argv,
                 cwd=self.repo.root,
-                env=self.env,
+                env=self.codex_env,
                 timeout=self.recipe.limits.codex_timeout_seconds,
                 heartbeat=self._heartbeat(f"codex still working on {self.task_id}"),
                 heartbeat_every=HEARTBEAT_EVERY,
@@ -507,6 +523,8 @@ class Dispatcher:
             (self.run_dir / f"attempt-{attempt.number}.stderr.txt").write_text(
                 done.stderr, encoding="utf-8"
             )
+            if done.returncode != 0 or not stdout.strip():
+                attempt.stderr_tail = self._stderr_tail(done.stderr)
         except proc.CommandTimeout as exc:
             attempt.timed_out = True
             stdout = exc.stdout
@@ -683,6 +701,7 @@ class Dispatcher:
         if proc.which("codex", self.env) is None:
             raise proc.CommandNotFound("codex")
         self.mode = memory_mode(self.env)
+        self.codex_env = self._codex_env()
         if not self.dry_run:
             recipes.check_pinned(
                 self.repo.state_dir, self.recipe, accept=self.accept_recipe, task_id=task.id
@@ -736,6 +755,28 @@ class Dispatcher:
         finally:
             for sig, old in previous.items():
                 signal.signal(sig, old)
+
+    def _codex_env(self) -> dict[str, str]:
+        """The session's environment plus the memory scope the prompt promises Codex: the
+        committed identity, the memory mode and whether context is injected. An inherited
+        AGENTMEMORY_PROJECT_NAME that names another project is refused (exit 3)."""
+        from plan_build.startup.identity import memory_env
+
+        ident = project_identity(self.repo.root, self.env)
+        inherited = self.env.get("AGENTMEMORY_PROJECT_NAME")
+        value = ident["id"]
+        if ident["source"] == ".agentmemory-project" and inherited and inherited != value:
+            raise PlanBuildError(
+                f"AGENTMEMORY_PROJECT_NAME is {inherited!r}, but this repository's identity "
+                f"(.agentmemory-project) is {value!r}: Codex would write memory into another "
+                "project",
+                "run dispatch from a session launched in this repository (plan-build "
+                "architect), or unset AGENTMEMORY_PROJECT_NAME",
+                code=ExitCode.PREFLIGHT,
+            )
+        if not value:
+            return dict(self.env)
+        return {**self.env, **memory_env(value, degraded=self.mode == "degraded")}
 
     def _dry_run(self, task: Task, prompt: str) -> DispatchResult:
         out = self.run_dir / "attempt-1.last-message.md"
@@ -828,6 +869,9 @@ class Dispatcher:
             raise
         except BaseException as exc:
             self._interrupted(task, exc)
+            if self.on_interrupt is not None and isinstance(exc, KeyboardInterrupt):
+                with contextlib.suppress(Exception):
+                    self.on_interrupt(self._result(IN_PROGRESS, "interrupted", []))
             raise
         try:
             since = snapshot.changed_paths(self.repo, baseline, self._tree())
@@ -850,6 +894,7 @@ class Dispatcher:
             env=self.env,
         )
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        block = evidence_text(block, self.repo.root, self.session.home)
         (self.run_dir / "evidence.md").write_text(block, encoding="utf-8")
         digest = None
         try:
@@ -868,8 +913,11 @@ class Dispatcher:
         )
         telemetry.append(self.repo.state_dir, self._dispatch_record(task, status, reason))
         self._report(task, status, reason)
+        return self._result(status, reason, changed)
+
+    def _result(self, status: str, reason: str, changed: list[str]) -> DispatchResult:
         return DispatchResult(
-            task.id,
+            self.task_id,
             self.dispatch_id,
             status,
             reason,
@@ -911,6 +959,7 @@ class Dispatcher:
         limits = self.recipe.limits
         failures: list[VerifyRun] = []
         number = self.used
+        idle = 0  # attempts in a row that changed nothing
         if self.resumed is not None:
             ended = self._dead_attempt(task, scope)
             if ended is not None:
@@ -948,6 +997,7 @@ class Dispatcher:
                 telemetry.append(self.repo.state_dir, self._attempt_record(task, attempt))
                 return REVIEW, "verified"
             attempt.outcome = "verification_failed"
+            idle = idle + 1 if self._no_change(attempt) else 0
             telemetry.append(self.repo.state_dir, self._attempt_record(task, attempt))
             failures = [v for v in attempt.verification if not v.passed]
             corrections_used = number - 1
@@ -955,6 +1005,18 @@ class Dispatcher:
             # every attempt is verified), and never past the recipe's cap
             if corrections_used >= limits.max_corrections:
                 return BLOCKED, "corrections_exhausted"
+            if idle >= NO_CHANGE_LIMIT:  # early: more runs of an idle Codex change nothing
+                return BLOCKED, "no_change"
+
+    def _no_change(self, attempt: Attempt) -> bool:
+        """A failed attempt that changed nothing is not a failing fix: say so, quoting Codex."""
+        if attempt.changed:
+            return False
+        attempt.outcome = "no_change"
+        said = one_line(redact.redact(attempt.final_message, self.env)[0] or "nothing")
+        attempt.notes.append(f"Codex made no change; it said: “{said}”")
+        self.console.say(f"    Codex made no change; it said: “{said}”")
+        return True
 
     def _correction_prompt(
         self, tf: TaskFile, task: Task, correction: int, failures: list[VerifyRun]
@@ -993,6 +1055,8 @@ class Dispatcher:
         if a.byproducts:
             files += f" (+{len(a.byproducts)} check by-products)"
         self.console.say(f"    {head} · {files}")
+        for line in a.stderr_tail.splitlines():
+            self.console.say(f"    codex: {line}")
 
     def _interrupted(self, task: Task, exc: BaseException) -> None:
         """Ctrl-C, a termination signal or an error mid-dispatch: keep In Progress, say how to
@@ -1098,8 +1162,10 @@ def run(
     recipe: recipes.Recipe | None = None,
     accept_recipe: bool = False,
     dry_run: bool = False,
+    on_interrupt: Callable[[DispatchResult], None] | None = None,
 ) -> DispatchResult:
-    """Dispatch one task; returns the result (its exit_code says Review 0 or Blocked 6)."""
+    """Dispatch one task; returns the result (its exit_code says Review 0 or Blocked 6).
+    `on_interrupt` gets the In Progress result when Ctrl-C or a signal stops it."""
     tid = normalise_id(task_id)
     return Dispatcher(
         session,
@@ -1107,4 +1173,5 @@ def run(
         recipe or recipes.current(),
         accept_recipe=accept_recipe,
         dry_run=dry_run,
+        on_interrupt=on_interrupt,
     ).run()
