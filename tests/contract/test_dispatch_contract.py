@@ -401,11 +401,12 @@ def test_codexs_git_commit_attempt_is_named_in_the_evidence(
 
     r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
 
+    stream = run_file(repo, "attempt-1.events.jsonl").read_text()
     assert r.code == 0, r.stderr  # the sandbox refused it: nothing moved
     assert (
         "Codex ran a git command the prompt forbids: "
         "`/bin/bash -lc 'git add -A && git commit -qm wip' (failed)`"
-    ) in tasks_md.read_text()
+    ) in tasks_md.read_text(), f"{r.stderr}\n{stream}"
 
 
 def test_json_prints_the_result_when_the_real_codex_is_interrupted(
