@@ -593,3 +593,32 @@ def test_codexs_git_commands_are_named_in_the_evidence(repo: Path, stubs: Stubs,
         "Codex ran a git command the prompt forbids: "
         "`/bin/bash -lc 'git add -A && git commit -m wip' (failed)`"
     ) in tasks_md.read_text()
+
+
+def test_an_ignored_tree_edit_shows_despite_a_forged_mtime(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    (repo / ".gitignore").write_text(".venv/\n")
+    lib = repo / ".venv" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "site.py").write_text("# original\n")
+    (lib / "old.py").write_text("# to be removed\n")
+    stamp = (lib / "site.py").stat().st_mtime_ns
+    make_plan(repo)
+    stubs.rule(
+        "codex",
+        {
+            "match": ["exec"],
+            "write": {"src/app.py": "fixed\n", ".venv/lib/site.py": "# patched!!\n"},
+            "delete": [".venv/lib/old.py"],
+            "run": ["touch", "-d", "@" + str(stamp // 1_000_000_000), ".venv/lib/site.py"],
+            "stdout": events_ok(),
+            "write_flag": {"-o": "done"},
+        },
+    )
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    assert "outside the scope: .venv/lib/site.py" in r.stderr
+    assert (lib / "site.py").stat().st_mtime_ns // 1_000_000_000 == stamp // 1_000_000_000

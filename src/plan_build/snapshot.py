@@ -144,27 +144,32 @@ def changed_paths(repo: Repo, old_tree: str, new_tree: str) -> list[str]:
 # ----------------------------------------------------------------------------- ignored files
 
 # What git ignores is invisible to the tree snapshots above, yet that is where secrets (.env),
-# local configuration and tool environments (.venv, node_modules) live. A stat-level snapshot
-# covers it: per path its type and mode, size, mtime_ns and ctime_ns (ctime cannot be set back
-# from user space, so a forged mtime still shows), and a content hash for small files git lists
-# one by one (files inside a wholly ignored directory are many, so stat data stands for them).
+# local configuration and tool environments (.venv, node_modules) live. Files git lists one by
+# one get a stat-level entry (type, mode, size, mtime_ns, ctime_ns) plus a content hash when
+# small. Wholly ignored directories (a 50,000-file node_modules) are not walked twice: the
+# "before" side only notes the time, and the "after" side asks one `find` for every path whose
+# ctime is newer. ctime cannot be set from user space (a write, chmod, rename or utime always
+# moves it), so a forged mtime still shows. A removed file shows as its changed directory.
 SMALL_FILE = 64 * 1024
-FIND_FORMAT = "%p\\0%y\\0%m\\0%s\\0%T@\\0%C@\\0%l\\0"
+# file timestamps come from the kernel's coarse clock, which may lag time.time() by a tick
+CLOCK_MARGIN_NS = 50_000_000
 Entries = dict[str, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
 class Ignored:
-    """What git ignores: small individually ignored files with their stat data and hash, and
-    the raw listing of wholly ignored directories (parsed only when it differs, so an unchanged
-    node_modules costs one `find` and one string comparison)."""
+    """What git ignores at one moment (see above)."""
 
-    files: Entries
-    walked: str
+    files: Entries  # individually ignored files: stat data, and a hash when small
+    dirs: tuple[str, ...]  # wholly ignored directories
+    taken_ns: int  # wall-clock time of the snapshot, minus CLOCK_MARGIN_NS
 
 
 def ignored_files(repo: Repo, *, exclude: Sequence[str] = TOOL_STATE) -> Ignored:
-    """Every path git ignores in the work tree, with its stat data (see above)."""
+    """The ignored paths of the work tree now, cheaply (see above)."""
+    import time
+
+    taken = time.time_ns() - CLOCK_MARGIN_NS
     out = repo.git(
         "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
     ).stdout
@@ -178,11 +183,11 @@ def ignored_files(repo: Repo, *, exclude: Sequence[str] = TOOL_STATE) -> Ignored
         if entry.endswith("/"):
             dirs.append(path)
         else:
-            files[path] = _stat_entry(repo.root / path, hash_small=True)
-    return Ignored(files, _walk(repo, dirs) if dirs else "")
+            files[path] = _stat_entry(repo.root / path)
+    return Ignored(files, tuple(dirs), taken)
 
 
-def _stat_entry(path: Path, *, hash_small: bool) -> tuple[str, ...]:
+def _stat_entry(path: Path) -> tuple[str, ...]:
     import hashlib
     import os
     import stat
@@ -202,7 +207,7 @@ def _stat_entry(path: Path, *, hash_small: bool) -> tuple[str, ...]:
         str(st.st_mtime_ns),
         str(st.st_ctime_ns),
     )
-    if hash_small and stat.S_ISREG(st.st_mode) and st.st_size <= SMALL_FILE:
+    if stat.S_ISREG(st.st_mode) and st.st_size <= SMALL_FILE:
         try:
             digest = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
         except OSError:
@@ -211,58 +216,56 @@ def _stat_entry(path: Path, *, hash_small: bool) -> tuple[str, ...]:
     return entry
 
 
-def _walk(repo: Repo, dirs: list[str]) -> str:
-    """The listing of everything under wholly ignored directories: one `find` (fast even for
-    a 50,000-file node_modules), or the same fields from a Python walk where find has no
-    -printf."""
+def _changed_since(repo: Repo, dirs: Sequence[str], since_ns: int) -> list[tuple[str, str]]:
+    """(type, path) of everything under `dirs` whose ctime is after `since_ns`: one `find`,
+    or a Python walk where find has no -newerct."""
+    stamp = f"@{since_ns // 1_000_000_000}.{since_ns % 1_000_000_000:09d}"
     try:
         done = proc.run(
-            ["find", *(f"./{d}" for d in dirs), "-printf", FIND_FORMAT],
+            ["find", *(f"./{d}" for d in dirs), "-newerct", stamp, "-printf", "%y %p\\0"],
             cwd=repo.root,
             timeout=600,
         )
         if done.ok:
-            return done.stdout
+            return [(e[0], e[2:].removeprefix("./")) for e in done.stdout.split("\0") if len(e) > 2]
     except (proc.CommandNotFound, proc.CommandTimeout):
         pass
     import os
 
-    parts: list[str] = []
+    found: list[tuple[str, str]] = []
     for top in dirs:
         for base, subdirs, names in os.walk(repo.root / top):
-            rel = Path(base).relative_to(repo.root).as_posix()
             for name in [*subdirs, *names]:
-                entry = _stat_entry(Path(base) / name, hash_small=False)
-                fields = [f"./{rel}/{name}", *entry, "", "", "", "", ""][:7]
-                parts.append("\0".join(fields) + "\0")
-    return "".join(parts)
-
-
-def _parse(walked: str) -> Entries:
-    found: Entries = {}
-    fields = walked.split("\0")
-    for i in range(0, len(fields) - 6, 7):
-        path, kind, mode, size, mtime, ctime, link = fields[i : i + 7]
-        path = path[2:] if path.startswith("./") else path
-        if kind == "d":
-            found[path] = ("d", mode)
-        elif kind == "l":
-            found[path] = ("l", mode, link)
-        else:
-            found[path] = (kind, mode, size, mtime, ctime)
+                full = Path(base) / name
+                try:
+                    st = full.lstat()
+                except OSError:
+                    continue
+                if st.st_ctime_ns > since_ns:
+                    kind = "d" if name in subdirs else "f"
+                    found.append((kind, full.relative_to(repo.root).as_posix()))
     return found
 
 
-def changed_ignored(before: Ignored, after: Ignored) -> list[str]:
-    """Ignored paths that appeared, disappeared or changed; a directory is named only when
-    nothing below it is (an empty directory created or removed)."""
-    old, new = dict(before.files), dict(after.files)
-    if before.walked != after.walked:
-        old.update(_parse(before.walked))
-        new.update(_parse(after.walked))
-    changed = sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
+def changed_ignored(
+    repo: Repo, before: Ignored, *, exclude: Sequence[str] = TOOL_STATE
+) -> list[str]:
+    """Ignored paths that appeared, disappeared or changed since `before`; a directory is
+    named only when nothing below it is (a file removed from it, an empty one made)."""
+    after = ignored_files(repo, exclude=exclude)
+    changed = {
+        p
+        for p in before.files.keys() | after.files.keys()
+        if before.files.get(p) != after.files.get(p)
+    }
+    dirs: set[str] = set()
+    changed.update(d for d in before.dirs if d not in after.dirs)  # removed as a whole
+    if after.dirs:
+        for kind, path in _changed_since(repo, after.dirs, before.taken_ns):
+            (dirs if kind == "d" else changed).add(path)
     parents = {q.rsplit("/", i)[0] for q in changed for i in range(1, q.count("/") + 1)}
-    return [p for p in changed if (old.get(p) or new.get(p) or ("",))[0] != "d" or p not in parents]
+    changed.update(d for d in dirs if d not in parents)
+    return sorted(changed)
 
 
 __all__ = [

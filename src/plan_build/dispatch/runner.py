@@ -551,8 +551,9 @@ class Dispatcher:
         changed = snapshot.changed_paths(self.repo, tree_before, after)
         ignored: list[str] = []
         if ignored_before is not None:
-            now = snapshot.ignored_files(self.repo)
-            ignored = [p for p in snapshot.changed_ignored(ignored_before, now) if p not in changed]
+            ignored = [
+                p for p in snapshot.changed_ignored(self.repo, ignored_before) if p not in changed
+            ]
         attempt.byproducts = [p for p in changed + ignored if self.byproducts.matches(p)]
         attempt.ignored = [p for p in ignored if not self.byproducts.matches(p)]
         attempt.changed = [p for p in changed if not self.byproducts.matches(p)] + attempt.ignored
