@@ -432,3 +432,21 @@ def test_json_prints_the_result_when_the_real_codex_is_interrupted(
     assert child.returncode == 130, err
     result = json.loads(out)
     assert (result["status"], result["reason"]) == ("In Progress", "interrupted")
+
+
+def test_the_in_progress_note_names_the_attempt_the_real_codex_is_running(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    tasks_md = make_plan(repo)
+    codex_api.commands = ["mkdir -p tests && cp TASKS.md tests/seen-$(date +%s%N).md"]
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6  # verification never passes: three runs
+    seen = sorted((repo / "tests").glob("seen-*.md"))
+    assert len(seen) == 3
+    notes = [p.read_text() for p in seen]
+    assert "attempt 1 (implementer) running under pid" in notes[0]
+    assert "attempt 2 (corrector) running under pid" in notes[1]
+    assert "attempt 3 (corrector) running under pid" in notes[2]
+    assert status_of(tasks_md, "TASK-002") == "Blocked"
