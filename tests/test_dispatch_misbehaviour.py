@@ -622,3 +622,33 @@ def test_an_ignored_tree_edit_shows_despite_a_forged_mtime(
     assert r.code == 6, r.stderr
     assert "outside the scope: .venv/lib/site.py" in r.stderr
     assert (lib / "site.py").stat().st_mtime_ns // 1_000_000_000 == stamp // 1_000_000_000
+
+
+def test_a_resume_also_checks_the_ignored_paths_the_stopped_run_touched(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    (repo / ".gitignore").write_text("local.env\nbuild/\n")
+    (repo / "local.env").write_text("A=1\n")
+    tasks_md = make_plan(repo)
+    stubs.rule(
+        "codex",
+        {
+            "match": ["exec"],
+            "write": {"local.env": "A=2\n", "build/late.sh": "echo\n"},
+            "sleep": 60,
+            "times": 1,
+        },
+    )
+    child = start_dispatch(repo)
+    assert wait_until((repo / "build" / "late.sh").exists)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    assert "outside the scope: local.env" in r.stderr
+    assert "outside the scope: build/late.sh" in r.stderr
+    assert status_of(tasks_md, "TASK-002") == "Blocked"

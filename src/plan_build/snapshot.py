@@ -164,6 +164,25 @@ class Ignored:
     dirs: tuple[str, ...]  # wholly ignored directories
     taken_ns: int  # wall-clock time of the snapshot, minus CLOCK_MARGIN_NS
 
+    def as_json(self) -> dict[str, object]:
+        """Small enough to save (no per-file data for the big directories): a dispatch that
+        resumes after a SIGKILL checks the stopped run's ignored paths too."""
+        return {
+            "files": {k: list(v) for k, v in self.files.items()},
+            "dirs": list(self.dirs),
+            "taken_ns": self.taken_ns,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Ignored | None:
+        if not isinstance(data, dict):
+            return None
+        try:
+            files = {str(k): tuple(str(x) for x in v) for k, v in data["files"].items()}
+            return cls(files, tuple(str(d) for d in data["dirs"]), int(data["taken_ns"]))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
 
 def ignored_files(repo: Repo, *, exclude: Sequence[str] = TOOL_STATE) -> Ignored:
     """The ignored paths of the work tree now, cheaply (see above)."""

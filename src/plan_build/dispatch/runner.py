@@ -77,6 +77,7 @@ STDERR_NOISE = re.compile(r"Reading additional input from stdin|Stack backtrace:
 # it unchanged. Codex failures and timeouts (network, auth) may succeed on a plain retry.
 NEEDS_REVISION = {"scope", "scope_requested", "corrections_exhausted", "git_state", "no_change"}
 NO_CHANGE_LIMIT = 2  # attempts in a row that change nothing while verification fails
+MAX_SAVED_IGNORED = 5_000  # individually ignored files saved for a resume; more are not
 
 # ----------------------------------------------------------------------------- small helpers
 
@@ -944,7 +945,8 @@ class Dispatcher:
         )
         self.attempts.append(dead)
         self.phase = f"attempt {self.used} (scope check)"
-        self._check_tree(dead, scope, (str(before[0]), before[1], str(before[2])))
+        ignored = snapshot.Ignored.from_json(running.get("ignored"))
+        self._check_tree(dead, scope, (str(before[0]), before[1], str(before[2])), ignored)
         self._say_attempt(dead)
         stop = "scope" if dead.outside else "git_state" if dead.git_moves else None
         if stop is None and self.used >= 1 + self.recipe.limits.max_corrections:
@@ -977,10 +979,17 @@ class Dispatcher:
                 self._update(None, running_block(self.header, task.id, number, role, os.getpid()))
             before = (self._tree(), self.repo.head(), snapshot.index_tree(self.repo))
             self._before = before
-            self._save_running(attempts=number, role=role, before=list(before))
+            self._ignored_before = snapshot.ignored_files(self.repo)
+            self._save_running(
+                attempts=number,
+                role=role,
+                before=list(before),
+                ignored=self._ignored_before.as_json()
+                if len(self._ignored_before.files) <= MAX_SAVED_IGNORED
+                else None,
+            )
             self.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
             self.phase = f"attempt {number} (codex)"
-            self._ignored_before = snapshot.ignored_files(self.repo)
             self._tasks_before = self._tasks_bytes()
             self._run_codex(attempt, prompt)
             self.phase = f"attempt {number} (scope check)"
