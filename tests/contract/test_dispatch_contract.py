@@ -393,11 +393,13 @@ def test_codex_changing_nothing_twice_stops_as_no_change(
     assert [a["outcome"] for a in attempts(repo)] == ["no_change", "no_change"]
 
 
-def test_codexs_git_commit_attempt_is_named_in_the_evidence(
+def test_codexs_git_add_attempt_is_named_in_the_evidence(
     cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
 ) -> None:
+    """codex 0.171 sometimes leaves an instant command out of its --json stream (it ran: the
+    model got its output), so the command takes a second to be reported every time."""
     tasks_md = make_plan(repo)
-    codex_api.commands = [FIX, "git add -A && git commit -qm wip"]
+    codex_api.commands = [FIX, "sleep 1 && git add src/app.py"]
 
     r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
 
@@ -405,7 +407,7 @@ def test_codexs_git_commit_attempt_is_named_in_the_evidence(
     assert r.code == 0, r.stderr  # the sandbox refused it: nothing moved
     assert (
         "Codex ran a git command the prompt forbids: "
-        "`/bin/bash -lc 'git add -A && git commit -qm wip' (failed)`"
+        "`/bin/bash -lc 'sleep 1 && git add src/app.py' (failed)`"
     ) in tasks_md.read_text(), f"{r.stderr}\n{stream}"
 
 
