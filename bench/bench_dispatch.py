@@ -9,6 +9,8 @@ Figures:
 - reading a long Codex --json event stream; the secret scan over a large prompt
 - the work-tree snapshot behind every scope check, in a repository of N files
 - a whole `plan-build dispatch` with an instant stub Codex: plan-build's overhead per task
+- the ignored-file snapshot (stat level) with a gitignored node_modules/ of M files, alone and
+  as time added to a whole dispatch
 """
 
 from __future__ import annotations
@@ -96,6 +98,14 @@ def timed(fn: Callable[[], object], repeat: int = 7) -> float:
 
 def report(name: str, seconds: float, reference: str) -> None:
     print(f"{name:<58} {seconds * 1000:9.1f} ms   (reference: {reference})")
+
+
+def report_ratio(name: str, seconds: float, limit: float) -> None:
+    """A figure beside its target, as a ratio (below 1.00 meets it)."""
+    print(
+        f"{name:<58} {seconds * 1000:9.1f} ms   (target < {limit * 1000:.0f} ms: "
+        f"ratio {seconds / limit:.2f})"
+    )
 
 
 def bench_import() -> None:
@@ -265,19 +275,107 @@ def bench_repo(files: int) -> None:
         )
 
 
+def fill_node_modules(repo: Path, files: int) -> None:
+    for i in range(files):
+        p = repo / "node_modules" / f"pkg{i // 50}" / "lib" / f"f{i % 50}.js"
+        if i % 50 == 0:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"module.exports = {i};\n")
+
+
+def dispatch_seconds(repo_dir: Path, env: dict[str, str], runs: int = 3) -> float:
+    samples = []
+    for _ in range(runs):
+        subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo_dir, env=env, check=True)
+        state = repo_dir / ".git" / "plan-build" / "dispatch" / "tasks"
+        for f in state.glob("*.json") if state.is_dir() else []:
+            f.unlink()
+        started = time.perf_counter()
+        r = subprocess.run(
+            [sys.executable, "-m", "plan_build", "dispatch", "TASK-002"],
+            check=False,
+            cwd=repo_dir,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        samples.append(time.perf_counter() - started)
+        if r.returncode != 0:
+            print(r.stderr)
+            raise SystemExit("the benchmark dispatch failed")
+    return statistics.median(samples)
+
+
+def bench_ignored(node_modules: int) -> None:
+    """Issue 11: the ignored-path snapshot must add < 0.5 s to a dispatch."""
+    with tempfile.TemporaryDirectory(prefix="plan-build-bench-") as tmp:
+        root = Path(tmp)
+        env = make_repo(root, 200)
+        repo_dir = root / "repo"
+        without = dispatch_seconds(repo_dir, env)
+        (repo_dir / ".gitignore").write_text("node_modules/\n")
+        subprocess.run(["git", "add", ".gitignore"], cwd=repo_dir, env=env, check=True)
+        subprocess.run(["git", "commit", "-qm", "ignore"], cwd=repo_dir, env=env, check=True)
+        fill_node_modules(repo_dir, node_modules)
+        old_cwd = Path.cwd()
+        saved = dict(os.environ)
+        try:
+            os.environ.update(env)
+            os.chdir(repo_dir)
+            repo = gitrepo.discover(repo_dir)
+            first = snapshot.ignored_files(repo)
+            before = timed(lambda: snapshot.ignored_files(repo), 5)
+            after = timed(lambda: snapshot.changed_ignored(repo, first), 5)
+            walk = timed(
+                lambda: subprocess.run(
+                    ["find", "node_modules", "-type", "f"],
+                    cwd=repo_dir,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                ),
+                5,
+            )
+            report_ratio(
+                f"ignored snapshot before + after (node_modules/ of {node_modules} files)",
+                before + after,
+                0.5,
+            )
+            print(
+                f"{'  beside a bare `find node_modules -type f` (this machine now)':<58} "
+                f"{walk * 1000:9.1f} ms   (ratio {(before + after) / walk:.2f})"
+            )
+        finally:
+            os.chdir(old_cwd)
+            os.environ.clear()
+            os.environ.update(saved)
+        with_modules = dispatch_seconds(repo_dir, env)
+        report_ratio(
+            f"dispatch time added by a {node_modules}-file ignored node_modules/",
+            max(0.0, with_modules - without),
+            0.5,
+        )
+        report_ratio("whole dispatch, instant Codex (plan-build overhead)", without, 1.5)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--node-modules", type=int, default=50_000)
+    parser.add_argument(
+        "--only-ignored", action="store_true", help="run only the ignored-file figures"
+    )
     args = parser.parse_args()
     print(
         f"plan-build dispatch benchmarks · python {sys.version.split()[0]} · {os.cpu_count()} cpus"
     )
-    bench_import()
-    bench_taskfile(args.tasks)
-    bench_events()
-    bench_redact()
-    bench_repo(args.files)
+    if not args.only_ignored:
+        bench_import()
+        bench_taskfile(args.tasks)
+        bench_events()
+        bench_redact()
+        bench_repo(args.files)
+    bench_ignored(args.node_modules)
 
 
 if __name__ == "__main__":

@@ -679,17 +679,22 @@ def test_a_termination_signal_is_handled_like_ctrl_c(repo: Path, stubs: Stubs) -
     assert status_of(tasks_md, "TASK-002") == "In Progress"
 
 
-def test_codex_deleting_tasks_md_still_reports_the_outcome(repo: Path, stubs: Stubs, cli) -> None:
-    make_plan(repo)
+def test_codex_deleting_tasks_md_is_undone_and_reported(repo: Path, stubs: Stubs, cli) -> None:
+    tasks_md = make_plan(repo)
     codex_edits(stubs, {"src/app.py": "fixed\n"}, delete=["TASKS.md"])
 
     r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
 
     assert r.code == 6
     assert "outside the scope: TASKS.md" in r.stderr
-    assert "warning: could not record the outcome in TASKS.md" in r.stderr
-    [evidence] = (state_dir(repo) / "dispatch" / "runs").glob("*/evidence.md")
-    assert "Outcome: Blocked · scope expansion needed" in evidence.read_text()
+    # plan-build owns TASKS.md during a dispatch: its own version is back, with the outcome
+    assert status_of(tasks_md, "TASK-002") == "Blocked"
+    text = tasks_md.read_text()
+    assert "Outcome: Blocked · scope expansion needed" in text
+    assert "`TASKS.md` was changed by Codex; plan-build owns it" in text
+    assert (
+        "Changed since the dispatch began: `src/app.py`, `TASKS.md (Codex's edit undone)`" in text
+    )
 
 
 def test_a_live_dispatch_holds_the_lock(repo: Path, stubs: Stubs, cli) -> None:

@@ -104,3 +104,37 @@ def test_no_other_module_imports_subprocess() -> None:
     ]
     assert offenders == []
     assert os.path.basename(proc.__file__) == "proc.py"
+
+
+# ----------------------------------------------------------------------------- supervised
+
+
+def test_a_supervised_command_keeps_its_output_exit_code_and_pid() -> None:
+    seen: list[int] = []
+    r = proc.run(
+        [PY, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
+        timeout=10,
+        supervised=True,
+        on_start=seen.append,
+    )
+    assert (r.returncode, r.stdout, r.stderr) == (3, "out\n", "err\n")
+    assert r.argv[0] == PY  # the command as asked, not the supervisor
+    assert len(seen) == 1
+    assert os.getpgid(os.getpid()) != seen[0]  # its own group, led by the supervisor
+    with pytest.raises(proc.CommandNotFound):
+        proc.run(["no-such-tool-xyz"], supervised=True)
+
+
+def test_a_supervised_commands_background_children_end_with_it(tmp_path: Path) -> None:
+    """What the command leaves behind (even in a session of its own) cannot outlive it."""
+    pidfile = tmp_path / "bg"
+    script = (
+        "import subprocess, sys\n"
+        "g = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'], start_new_session=True,"
+        " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        f"open({str(pidfile)!r}, 'w').write(str(g.pid))\n"
+    )
+    r = proc.run([PY, "-c", script], timeout=20, supervised=True)
+    assert r.returncode == 0
+    assert not alive(int(pidfile.read_text()))

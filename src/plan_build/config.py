@@ -38,6 +38,7 @@ SCHEMA: dict[str, Any] = {
     "enhance": {"timeout": Seconds},
     "review": {"codex_timeout": Seconds, "coderabbit_timeout": Seconds, "codex_model": str},
     "setup": {"marketplaces": {"agentmemory": str, "mattpocock": str}, "memory_wait": Seconds},
+    "dispatch": {"byproducts": [str]},
 }
 
 

@@ -111,6 +111,8 @@ def run(
     heartbeat: Callable[[float], None] | None = None,
     heartbeat_every: float = 30.0,
     cancel: threading.Event | None = None,
+    supervised: bool = False,
+    on_start: Callable[[int], None] | None = None,
 ) -> Completed:
     """Run `argv` to completion and capture its output as text.
 
@@ -118,7 +120,9 @@ def run(
     `timeout` (after killing its whole process tree) and CommandFailed for a non-zero exit
     when `check` is true. `heartbeat(elapsed)` is called every `heartbeat_every` seconds while
     the command runs, so long reviews can show they are alive. Setting `cancel` (from another
-    thread) kills the command's tree and raises CommandCancelled.
+    thread) kills the command's tree and raises CommandCancelled. `supervised` runs the command
+    under a small supervisor (SUPERVISOR) so no process of its tree outlives this one, even
+    after a SIGKILL; `on_start(pid)` gets the pid (= process group id) of the started child.
     """
     args, code, out, err, seconds = _execute(
         argv,
@@ -130,6 +134,8 @@ def run(
         heartbeat=heartbeat,
         heartbeat_every=heartbeat_every,
         cancel=cancel,
+        supervised=supervised,
+        on_start=on_start,
     )
     result = Completed(tuple(args), code, out or "", err or "", seconds)
     log.debug("exit %s after %.3fs: %s", result.returncode, result.seconds, quote(args))
@@ -187,22 +193,34 @@ def _execute(
     heartbeat: Callable[[float], None] | None = None,
     heartbeat_every: float = 30.0,
     cancel: threading.Event | None = None,
+    supervised: bool = False,
+    on_start: Callable[[int], None] | None = None,
 ) -> tuple[list[str], int, Any, Any, float]:
     """Start, wait, and return (argv, exit code, stdout, stderr, seconds)."""
     args = [os.fspath(a) for a in argv]
     log.debug("run: %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
     started = time.monotonic()
-    child = _start(args, cwd=cwd, env=env, has_input=input is not None, text=text)
-    out, err = _wait(
-        child,
-        args,
-        input=input,
-        timeout=timeout,
-        started=started,
-        heartbeat=heartbeat,
-        heartbeat_every=heartbeat_every if heartbeat else timeout,
-        cancel=cancel,
-    )
+    lifeline: int | None = None
+    if supervised:
+        child, lifeline = _start_supervised(args, cwd=cwd, env=env, text=text)
+    else:
+        child = _start(args, cwd=cwd, env=env, has_input=input is not None, text=text)
+    try:
+        if on_start is not None:
+            on_start(child.pid)
+        out, err = _wait(
+            child,
+            args,
+            input=input,
+            timeout=timeout,
+            started=started,
+            heartbeat=heartbeat,
+            heartbeat_every=heartbeat_every if heartbeat else timeout,
+            cancel=cancel,
+        )
+    finally:
+        if lifeline is not None:
+            os.close(lifeline)  # EOF: the supervisor stops whatever is left of the tree
     return args, child.returncode, out, err, time.monotonic() - started
 
 
@@ -213,6 +231,7 @@ def _start(
     env: Mapping[str, str] | None,
     has_input: bool,
     text: bool,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[Any]:
     """Start the child in its own session, stdin closed unless input is meant."""
     try:
@@ -227,6 +246,7 @@ def _start(
             encoding="utf-8" if text else None,
             errors="replace" if text else None,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     except FileNotFoundError as exc:
         raise CommandNotFound(args[0]) from exc
@@ -236,6 +256,120 @@ def _start(
             f"check the file's permissions (chmod +x {args[0]})",
             code=ExitCode.PREFLIGHT,
         ) from exc
+
+
+# The supervisor: started in the command's new session, it becomes a child subreaper (orphaned
+# descendants are re-parented to it, so they stay findable), runs the command in its own
+# process group and waits. When the command exits, or when the lifeline pipe from plan-build
+# reaches EOF (plan-build exited or was SIGKILLed: the kernel closes its end), it stops the
+# whole group and every descendant, then exits with the command's status.
+SUPERVISOR = r"""
+import ctypes, os, signal, sys, threading, time
+fd = int(sys.argv[1]); argv = sys.argv[2:]
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+except Exception:
+    pass
+me = os.getpid()
+def descendants():
+    kids = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no procfs (not Linux): only what proc.py's own kill reaches
+        names = []
+    for name in names:
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            kids.setdefault(ppid, []).append(int(name))
+    found, todo = [], [me]
+    while todo:
+        for pid in kids.get(todo.pop(), []):
+            found.append(pid); todo.append(pid)
+    return found
+def stop():
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in descendants():
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            try:
+                while os.waitpid(-1, os.WNOHANG)[0]:
+                    pass
+            except ChildProcessError:
+                return
+            if not descendants():
+                return
+            time.sleep(0.05)
+def watch():
+    while os.read(fd, 1):
+        pass
+    stop()
+    os._exit(137)
+try:
+    pid = os.fork()
+except OSError:
+    os._exit(126)
+if pid == 0:
+    os.close(fd)
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        os.write(2, f"{argv[0]}: {exc}\n".encode()); os._exit(127)
+threading.Thread(target=watch, daemon=True).start()
+for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+    signal.signal(sig, lambda s, f: (stop(), os._exit(128 + s)))
+while True:
+    try:
+        got, status = os.waitpid(pid, 0)
+        break
+    except ChildProcessError:
+        status = 0; break
+    except InterruptedError:
+        continue
+stop()
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL); os.kill(me, -code)
+os._exit(code)
+"""
+
+
+def _start_supervised(
+    args: list[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    text: bool,
+) -> tuple[subprocess.Popen[Any], int]:
+    """Start `args` under SUPERVISOR; returns the child and the write end of its lifeline."""
+    program = which(args[0], env) if os.sep not in args[0] else args[0]
+    if program is None:
+        raise CommandNotFound(args[0])
+    import sys
+
+    read_end, write_end = os.pipe()
+    try:
+        child = _start(
+            [sys.executable, "-I", "-S", "-c", SUPERVISOR, str(read_end), program, *args[1:]],
+            cwd=cwd,
+            env=env,
+            has_input=False,
+            text=text,
+            pass_fds=(read_end,),
+        )
+    except BaseException:
+        os.close(write_end)
+        raise
+    finally:
+        os.close(read_end)
+    return child, write_end
 
 
 def _wait(
@@ -340,6 +474,48 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def _signal_proc(proc: psutil.Process, sig: signal.Signals) -> None:
     with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
         proc.send_signal(sig)
+
+
+def started_at(pid: int) -> float | None:
+    """The start time of process `pid` (seconds since the epoch), or None when it is gone.
+    With the pid it names one process for good: a reused pid has a later start time."""
+    if psutil is None:
+        return None
+    try:
+        return float(psutil.Process(pid).create_time())
+    except psutil.Error:
+        return None
+
+
+def stop_survivors(pgid: int, leader_started: float) -> list[int]:
+    """Kill what is left of a process group a dead plan-build recorded (its leader's pid and
+    start time), with their descendants; returns the pids signalled.
+
+    Nothing is killed when the pid now names a different process (started at another time):
+    the group is gone and the number was reused. While any member lives, Linux never hands out
+    its group id as a new pid, so a leaderless group with members is still the recorded one.
+    """
+    if psutil is None or pgid <= 1:
+        return []
+    now = started_at(pgid)
+    if now is not None and abs(now - leader_started) > 0.05:
+        return []
+    victims: list[psutil.Process] = []
+    for p in psutil.process_iter():
+        try:
+            if os.getpgid(p.pid) == pgid and p.create_time() >= leader_started - 0.05:
+                victims.append(p)
+                victims.extend(p.children(recursive=True))
+        except (OSError, psutil.Error):
+            continue
+    unique = list({p.pid: p for p in victims}.values())
+    for proc in unique:
+        _signal_proc(proc, signal.SIGTERM)
+    _, alive = psutil.wait_procs(unique, timeout=KILL_GRACE)
+    for proc in alive:
+        _signal_proc(proc, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=KILL_GRACE)
+    return [p.pid for p in unique]
 
 
 def exec_replace(argv: Sequence[str], env: Mapping[str, str], cwd: Path | None = None) -> NoReturn:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from plan_build import fsutil
+from plan_build import fsutil, proc
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, git_env
 from plan_build.proc import CommandFailed
@@ -68,7 +68,15 @@ def _add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STAT
     skip = [f":(exclude,literal){p}" for p in exclude]
     try:
         # fsmonitor answers for the user's index; a private one is checked by stat alone.
-        repo.git("-c", "core.fsmonitor=false", "add", "-A", "--", ".", *skip, env=env, timeout=600)
+        try:
+            repo.git(
+                "-c", "core.fsmonitor=false", "add", "-A", "--", ".", *skip, env=env, timeout=600
+            )
+        except CommandFailed:
+            nested = _nested_repos(repo, env)
+            if not nested:
+                raise
+            _add_with_nested(repo, env, skip, nested)
         if exclude:
             literal = [f":(literal){p}" for p in exclude]
             repo.git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *literal, env=env)
@@ -78,6 +86,28 @@ def _add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STAT
             "make every file in the work tree readable (or ignore it in .gitignore), then retry",
             code=ExitCode.BLOCKED,
         ) from exc
+
+
+def _nested_repos(repo: Repo, env: dict[str, str]) -> list[str]:
+    """Untracked git repositories inside the work tree (`git init sub`, `cargo new`): git
+    lists them as directories, and `git add` refuses one that has no commit yet."""
+    out = repo.git("ls-files", "-z", "--others", "--exclude-standard", env=env, check=False)
+    return [
+        p.rstrip("/")
+        for p in out.stdout.split("\0")
+        if p.endswith("/") and (repo.root / p / ".git").exists()
+    ]
+
+
+def _add_with_nested(repo: Repo, env: dict[str, str], skip: list[str], nested: list[str]) -> None:
+    """Stage everything but the nested repositories, then each as a gitlink: its HEAD, or the
+    empty tree's id for one without a commit, so the snapshot shows a path that appeared."""
+    skip = skip + [f":(exclude,literal){p}" for p in nested]
+    repo.git("-c", "core.fsmonitor=false", "add", "-A", "--", ".", *skip, env=env, timeout=600)
+    for path in nested:
+        head = repo.git("-C", path, "rev-parse", "-q", "--verify", "HEAD", check=False)
+        sha = head.stdout.strip() if head.ok and head.stdout.strip() else EMPTY_TREE
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{sha},{path}", env=env)
 
 
 @dataclass(frozen=True)
@@ -117,12 +147,160 @@ def changed_paths(repo: Repo, old_tree: str, new_tree: str) -> list[str]:
     return [p for p in out.stdout.split("\0") if p]
 
 
+# ----------------------------------------------------------------------------- ignored files
+
+# What git ignores is invisible to the tree snapshots above, yet that is where secrets (.env),
+# local configuration and tool environments (.venv, node_modules) live. Files git lists one by
+# one get a stat-level entry (type, mode, size, mtime_ns, ctime_ns) plus a content hash when
+# small. Wholly ignored directories (a 50,000-file node_modules) are not walked twice: the
+# "before" side only notes the time, and the "after" side asks one `find` for every path whose
+# ctime is newer. ctime cannot be set from user space (a write, chmod, rename or utime always
+# moves it), so a forged mtime still shows. A removed file shows as its changed directory.
+SMALL_FILE = 64 * 1024
+# file timestamps come from the kernel's coarse clock, which may lag time.time() by a tick
+CLOCK_MARGIN_NS = 50_000_000
+Entries = dict[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """What git ignores at one moment (see above)."""
+
+    files: Entries  # individually ignored files: stat data, and a hash when small
+    dirs: tuple[str, ...]  # wholly ignored directories
+    taken_ns: int  # wall-clock time of the snapshot, minus CLOCK_MARGIN_NS
+
+    def as_json(self) -> dict[str, object]:
+        """Small enough to save (no per-file data for the big directories): a dispatch that
+        resumes after a SIGKILL checks the stopped run's ignored paths too."""
+        return {
+            "files": {k: list(v) for k, v in self.files.items()},
+            "dirs": list(self.dirs),
+            "taken_ns": self.taken_ns,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Ignored | None:
+        if not isinstance(data, dict):
+            return None
+        try:
+            files = {str(k): tuple(str(x) for x in v) for k, v in data["files"].items()}
+            return cls(files, tuple(str(d) for d in data["dirs"]), int(data["taken_ns"]))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+
+def ignored_files(repo: Repo, *, exclude: Sequence[str] = TOOL_STATE) -> Ignored:
+    """The ignored paths of the work tree now, cheaply (see above)."""
+    import time
+
+    taken = time.time_ns() - CLOCK_MARGIN_NS
+    out = repo.git(
+        "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+    ).stdout
+    skip = tuple(p.rstrip("/") for p in exclude)
+    files: Entries = {}
+    dirs: list[str] = []
+    for entry in out.split("\0"):
+        path = entry.rstrip("/")
+        if not path or any(path == x or path.startswith(x + "/") for x in skip):
+            continue
+        if entry.endswith("/"):
+            dirs.append(path)
+        else:
+            files[path] = _stat_entry(repo.root / path)
+    return Ignored(files, tuple(dirs), taken)
+
+
+def _stat_entry(path: Path) -> tuple[str, ...]:
+    import hashlib
+    import os
+    import stat
+
+    try:
+        st = path.lstat()
+    except OSError:
+        return ("gone",)
+    if stat.S_ISLNK(st.st_mode):
+        return ("l", oct(st.st_mode), os.readlink(path))
+    if stat.S_ISDIR(st.st_mode):
+        return ("d", oct(st.st_mode))
+    entry: tuple[str, ...] = (
+        "f",
+        oct(st.st_mode),
+        str(st.st_size),
+        str(st.st_mtime_ns),
+        str(st.st_ctime_ns),
+    )
+    if stat.S_ISREG(st.st_mode) and st.st_size <= SMALL_FILE:
+        try:
+            digest = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+        except OSError:
+            digest = "unreadable"
+        entry = (*entry, digest)
+    return entry
+
+
+def _changed_since(repo: Repo, dirs: Sequence[str], since_ns: int) -> list[tuple[str, str]]:
+    """(type, path) of everything under `dirs` whose ctime is after `since_ns`: one `find`,
+    or a Python walk where find has no -newerct."""
+    stamp = f"@{since_ns // 1_000_000_000}.{since_ns % 1_000_000_000:09d}"
+    try:
+        done = proc.run(
+            ["find", *(f"./{d}" for d in dirs), "-newerct", stamp, "-printf", "%y %p\\0"],
+            cwd=repo.root,
+            timeout=600,
+        )
+        if done.ok:
+            return [(e[0], e[2:].removeprefix("./")) for e in done.stdout.split("\0") if len(e) > 2]
+    except (proc.CommandNotFound, proc.CommandTimeout):
+        pass
+    import os
+
+    found: list[tuple[str, str]] = []
+    for top in dirs:
+        for base, subdirs, names in os.walk(repo.root / top):
+            for name in [*subdirs, *names]:
+                full = Path(base) / name
+                try:
+                    st = full.lstat()
+                except OSError:
+                    continue
+                if st.st_ctime_ns > since_ns:
+                    kind = "d" if name in subdirs else "f"
+                    found.append((kind, full.relative_to(repo.root).as_posix()))
+    return found
+
+
+def changed_ignored(
+    repo: Repo, before: Ignored, *, exclude: Sequence[str] = TOOL_STATE
+) -> list[str]:
+    """Ignored paths that appeared, disappeared or changed since `before`; a directory is
+    named only when nothing below it is (a file removed from it, an empty one made)."""
+    after = ignored_files(repo, exclude=exclude)
+    changed = {
+        p
+        for p in before.files.keys() | after.files.keys()
+        if before.files.get(p) != after.files.get(p)
+    }
+    dirs: set[str] = set()
+    changed.update(d for d in before.dirs if d not in after.dirs)  # removed as a whole
+    if after.dirs:
+        for kind, path in _changed_since(repo, after.dirs, before.taken_ns):
+            (dirs if kind == "d" else changed).add(path)
+    parents = {q.rsplit("/", i)[0] for q in changed for i in range(1, q.count("/") + 1)}
+    changed.update(d for d in dirs if d not in parents)
+    return sorted(changed)
+
+
 __all__ = [
     "EMPTY_TREE",
     "TOOL_STATE",
     "Snapshot",
     "capture",
+    "changed_ignored",
     "changed_paths",
+    "ignored_files",
     "index_file",
     "index_tree",
     "temp_index",

@@ -16,9 +16,10 @@ argument after `flag`, e.g. an instruction file, to `path` before answering), "w
 `-o FILE`), "times": N (the rule answers only its first N matching calls; later calls fall
 through to the next rule), "read_stdin": bool (read stdin to its end first and record it as
 the call's "stdin"), "delete": [path, ...] (remove these files; relative paths are relative to
-the call's cwd, as for "write"), "emulate": "plugins" (answer `plugin ...` calls from and into
-the state file $STUB_HOME/<tool>.plugins.json, see `emulate_plugins`)}. Every call writes its
-pid to $STUB_HOME/<tool>.pid, so a test can check that an interrupted call was killed.
+the call's cwd, as for "write"), "run": [argv...] (run this real command in the call's cwd
+after the writes, e.g. `git init sub`), "emulate": "plugins" (answer `plugin ...` calls from
+and into the state file $STUB_HOME/<tool>.plugins.json, see `emulate_plugins`)}. Every call
+writes its pid to $STUB_HOME/<tool>.pid, so a test can check that an interrupted call was killed.
 """
 
 from __future__ import annotations
@@ -341,6 +342,8 @@ def main(tool: str) -> None:
         Path(path).write_text(str(text), encoding="utf-8")
     for path in list(rule.get("delete") or []):  # type: ignore[call-overload]
         Path(path).unlink(missing_ok=True)
+    if rule.get("run"):
+        subprocess.run([str(a) for a in rule["run"]], check=False)  # type: ignore[union-attr]
     for flag, text in dict(rule.get("write_flag") or {}).items():  # type: ignore[call-overload]
         if flag in argv and argv.index(flag) + 1 < len(argv):
             target = Path(argv[argv.index(flag) + 1])

@@ -34,6 +34,9 @@ REASONS = {
     "no_events": "Codex printed no events (no --json output)",
     "corrections_exhausted": "verification still fails after the last allowed correction",
     "interrupted": "interrupted (Ctrl-C)",
+    "sandbox_unavailable": "Codex's sandbox could not start, so none of its commands ran",
+    "error": "plan-build stopped on an error",
+    "no_change": "Codex made no change in two attempts in a row while verification fails",
 }
 
 
@@ -77,6 +80,10 @@ class Attempt:
     git_moves: list[str] = field(default_factory=list)
     verification: list[VerifyRun] | None = None
     outcome: str = "running"
+    notes: list[str] = field(default_factory=list)  # more evidence lines, e.g. an undone edit
+    ignored: list[str] = field(default_factory=list)  # changed paths git ignores (in changed)
+    stderr_tail: str = ""  # Codex's last stderr lines when it failed (redacted, relative paths)
+    byproducts: list[str] = field(default_factory=list)  # check caches: listed, not judged
 
     @property
     def verified(self) -> bool:
@@ -98,6 +105,8 @@ class Attempt:
             "tokens": self.events.tokens,
             "changed": self.changed,
             "outside_scope": self.outside,
+            "ignored": self.ignored,
+            "byproducts": self.byproducts,
             "git_moves": self.git_moves,
             "verification": [v.as_json() for v in self.verification]
             if self.verification is not None
@@ -234,7 +243,7 @@ def final_block(
     env: Mapping[str, str],
 ) -> str:
     if reason == "verified":
-        summary = f"verified on attempt {len(attempts)} of {max_attempts}"
+        summary = f"verified on attempt {attempts[-1].number} of {max_attempts}"
     else:
         summary = REASONS.get(reason, reason)
     lines = [header.line(), f"Outcome: {status} · {summary} · {human_seconds(seconds)}"]
@@ -257,7 +266,28 @@ def change_lines(a: Attempt) -> list[str]:
         lines.append("  - Changed: nothing")
     if a.outside:
         lines.append("  - Outside the scope: " + ", ".join(f"`{p}`" for p in a.outside))
+    if a.ignored:
+        lines.append("  - Ignored by git: " + ", ".join(f"`{p}`" for p in a.ignored[:20]))
+    if a.byproducts:
+        more = f" and {len(a.byproducts) - 10} more" if len(a.byproducts) > 10 else ""
+        lines.append(
+            "  - By-products of running checks (not judged against the scope): "
+            + ", ".join(f"`{p}`" for p in a.byproducts[:10])
+            + more
+        )
     lines.extend(f"  - {move}" for move in a.git_moves)
+    if a.events.sandbox_errors:
+        lines.append(
+            f"  - Sandbox error ({len(a.events.sandbox_errors)} command"
+            f"{'s' if len(a.events.sandbox_errors) != 1 else ''}): "
+            f"{one_line(a.events.sandbox_errors[0])}"
+        )
+    for git in a.events.git_commands[:5]:
+        lines.append(f"  - Codex ran a git command the prompt forbids: `{one_line(git)}`")
+    lines.extend(f"  - {note}" for note in a.notes)
+    if a.stderr_tail:
+        lines.append("  - Codex's stderr (last lines):")
+        lines.extend("    " + ln for ln in fence(a.stderr_tail).splitlines())
     reported = a.events.failures[-2:]
     if not reported and a.codex_exit not in (0, None) and a.events.errors:
         reported = a.events.errors[-1:]
@@ -293,6 +323,21 @@ def next_step(status: str, reason: str, task_id: str) -> str:
         )
     if reason == "git_state":
         return "inspect git log and git status; undo what Codex committed or staged yourself"
+    if reason == "no_change":
+        return (
+            "read what Codex said in the evidence; the task may be done already, impossible "
+            "within its scope, or unclear: revise it (after the user approves), then dispatch "
+            f"{task_id} again"
+        )
+    if reason == "error":
+        return f"fix what the message says, then plan-build dispatch {task_id} again"
+    if reason == "sandbox_unavailable":
+        return (
+            "make Codex's sandbox work: bubblewrap needs unprivileged user namespaces "
+            "(sysctl user.max_user_namespaces > 0 and kernel.unprivileged_userns_clone=1; in a "
+            "container, allow unshare); check with `unshare -U true`, then "
+            f"plan-build dispatch {task_id} again"
+        )
     return (
         "check that codex works (codex login status; network), then "
         f"plan-build dispatch {task_id} again"

@@ -46,7 +46,7 @@ from plan_build.dispatch.evidence import (
     running_block,
     tail,
 )
-from plan_build.dispatch.scope import Scope
+from plan_build.dispatch.scope import DEFAULT_BYPRODUCTS, Byproducts, Scope, byproduct_problem
 from plan_build.dispatch.taskfile import (
     BLOCKED,
     COMPLETE,
@@ -68,10 +68,16 @@ PROMPT_TAIL_CHARS = 6_000
 PROMPT_TAIL_LINES = 120
 SUMMARY_ITEMS = 8
 HEARTBEAT_EVERY = 30.0
+STDERR_TAIL_LINES = 8
+STDERR_TAIL_CHARS = 1_500
+# lines every codex run prints that say nothing about why it failed
+STDERR_NOISE = re.compile(r"Reading additional input from stdin|Stack backtrace:|\s+\d+: ")
 
 # Blocked for these reasons, the same task text would fail the same way: refuse to redispatch
 # it unchanged. Codex failures and timeouts (network, auth) may succeed on a plain retry.
-NEEDS_REVISION = {"scope", "scope_requested", "corrections_exhausted", "git_state"}
+NEEDS_REVISION = {"scope", "scope_requested", "corrections_exhausted", "git_state", "no_change"}
+NO_CHANGE_LIMIT = 2  # attempts in a row that change nothing while verification fails
+MAX_SAVED_IGNORED = 5_000  # individually ignored files saved for a resume; more are not
 
 # ----------------------------------------------------------------------------- small helpers
 
@@ -172,9 +178,12 @@ class Lock:
             return None  # gone or garbage: a lock nobody holds
         return data if pid != os.getpid() and _pid_alive(pid) else None
 
-    def acquire(self) -> None:
+    def acquire(self) -> list[int]:
+        """Take the lock; a dead holder's recorded process group is stopped first (a Codex
+        that survived it must not keep editing). Returns the pids stopped."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         payload = json.dumps({"pid": os.getpid(), "task": self.task_id, "at": telemetry.now()})
+        stopped: list[int] = []
         for _ in range(2):
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -185,14 +194,33 @@ class Lock:
                         f"another dispatch is running ({held.get('task')}, pid {held['pid']})",
                         "wait for it to finish; one task runs at a time",
                     ) from None
+                stopped.extend(self._stop_survivors())
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
                 continue
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(payload)
             self.held = True
-            return
+            return stopped
         raise usage("could not take the dispatch lock", f"remove {self.path} if no dispatch runs")
+
+    def _stop_survivors(self) -> list[int]:
+        try:
+            group = json.loads(self.path.read_text(encoding="utf-8")).get("group") or {}
+            pgid, started = int(group["pgid"]), float(group["started"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return []
+        return proc.stop_survivors(pgid, started)
+
+    def record_group(self, pgid: int) -> None:
+        """Note the process group now running (Codex or a check), for a later takeover."""
+        started = proc.started_at(pgid)
+        if not self.held or started is None:
+            return
+        data = {"pid": os.getpid(), "task": self.task_id, "at": telemetry.now()}
+        data["group"] = {"pgid": pgid, "started": started}
+        with contextlib.suppress(OSError):
+            atomic_write(self.path, json.dumps(data))
 
     def release(self) -> None:
         if self.held:
@@ -232,6 +260,7 @@ class Dispatcher:
     recipe: recipes.Recipe
     accept_recipe: bool = False
     dry_run: bool = False
+    on_interrupt: Callable[[DispatchResult], None] | None = None
 
     def __post_init__(self) -> None:
         self.console = self.session.console
@@ -250,6 +279,13 @@ class Dispatcher:
         self.phase = "starting"
         self.signal_name: str | None = None
         self._before: tuple[str, str | None, str] | None = None
+        self.lock: Lock | None = None
+        self.used = 0  # Codex runs of this dispatch before this process (a resumed dispatch)
+        self.resumed: dict[str, Any] | None = None
+        self._tasks_before: bytes | None = None  # TASKS.md as it was when Codex started
+        self._ignored_before: snapshot.Ignored | None = None
+        self.byproducts = Byproducts()
+        self.codex_env: dict[str, str] = dict(self.env)
 
     @property
     def header(self) -> Header:
@@ -394,6 +430,7 @@ class Dispatcher:
         text = taskfile.read(self.path).text
         if status is not None:
             text = taskfile.with_status(text, self.task_id, status)
+        block = evidence_text(block, self.repo.root, self.session.home)
         text = taskfile.with_block(text, self.task_id, self.dispatch_id, block)
         atomic_write(self.path, text)
 
@@ -404,6 +441,69 @@ class Dispatcher:
             self.console.say(f"  … {what} ({human_seconds(elapsed)})")
 
         return beat
+
+    def _started(self, pgid: int) -> None:
+        if self.lock is not None:
+            self.lock.record_group(pgid)
+
+    def _stderr_tail(self, stderr: str) -> str:
+        """The last lines of Codex's stderr, for the console and the evidence: credentials
+        withheld, paths relative to the repository, no home directory."""
+        kept = [ln for ln in stderr.splitlines() if ln.strip() and not STDERR_NOISE.match(ln)]
+        text = tail("\n".join(kept), STDERR_TAIL_LINES, STDERR_TAIL_CHARS)
+        text, _ = redact.redact(text, self.env)
+        return evidence_text(text, self.repo.root, self.session.home)
+
+    def _tree(self) -> str:
+        """The work tree without TASKS.md: plan-build owns that file during a dispatch and
+        checks Codex's edits to it byte for byte (`_guard_tasks_md`)."""
+        return snapshot.worktree_tree(self.repo, exclude=(*snapshot.TOOL_STATE, taskfile.FILENAME))
+
+    def _tasks_bytes(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except OSError:
+            return None
+
+    def _guard_tasks_md(self, attempt: Attempt | None) -> bool:
+        """Undo Codex's edit of TASKS.md (restore the bytes from before its run); True when
+        there was one."""
+        before = self._tasks_before
+        if before is None or self._tasks_bytes() == before:
+            return False
+        atomic_write(self.path, before)
+        if attempt is not None:
+            attempt.changed.append(taskfile.FILENAME)
+            attempt.outside.append(taskfile.FILENAME)
+            attempt.notes.append(
+                f"`{taskfile.FILENAME}` was changed by Codex; plan-build owns it during a "
+                "dispatch and restored its own version"
+            )
+        return True
+
+    def _save_running(self, **fields: Any) -> None:
+        state = _read_task_state(self.repo, self.task_id)
+        running = state.get("running")
+        if not isinstance(running, dict):
+            running = {}
+        _write_task_state(self.repo, self.task_id, {**state, "running": {**running, **fields}})
+
+    def _resumable(self, task: Task) -> dict[str, Any] | None:
+        """The saved state of this task's dispatch that died (SIGKILL, power loss) or was
+        interrupted, when the task is still In Progress: the rerun continues it."""
+        if task.status != IN_PROGRESS:
+            return None
+        running = _read_task_state(self.repo, task.id).get("running")
+        if not isinstance(running, dict) or not isinstance(running.get("baseline_tree"), str):
+            return None
+        trees = [running["baseline_tree"]]
+        before = running.get("before")
+        if isinstance(before, list) and len(before) == 3:
+            trees.append(str(before[0]))
+        for tree in trees:
+            if not self.repo.git("cat-file", "-e", f"{tree}^{{tree}}", check=False).ok:
+                return None
+        return running
 
     def _run_codex(self, attempt: Attempt, prompt: str) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -418,16 +518,20 @@ class Dispatcher:
             done = proc.run(
                 argv,
                 cwd=self.repo.root,
-                env=self.env,
+                env=self.codex_env,
                 timeout=self.recipe.limits.codex_timeout_seconds,
                 heartbeat=self._heartbeat(f"codex still working on {self.task_id}"),
                 heartbeat_every=HEARTBEAT_EVERY,
+                supervised=True,
+                on_start=self._started,
             )
             attempt.codex_exit = done.returncode
             stdout = done.stdout
             (self.run_dir / f"attempt-{attempt.number}.stderr.txt").write_text(
                 done.stderr, encoding="utf-8"
             )
+            if done.returncode != 0 or not stdout.strip():
+                attempt.stderr_tail = self._stderr_tail(done.stderr)
         except proc.CommandTimeout as exc:
             attempt.timed_out = True
             stdout = exc.stdout
@@ -443,15 +547,26 @@ class Dispatcher:
         attempt.final_message = message.strip() or (attempt.events.final_message or "")
 
     def _check_tree(
-        self, attempt: Attempt, scope: Scope, before: tuple[str, str | None, str]
+        self,
+        attempt: Attempt,
+        scope: Scope,
+        before: tuple[str, str | None, str],
+        ignored_before: snapshot.Ignored | None = None,
     ) -> None:
         tree_before, head_before, index_before = before
-        after = snapshot.worktree_tree(self.repo)
-        attempt.changed = snapshot.changed_paths(self.repo, tree_before, after)
+        after = self._tree()
+        changed = snapshot.changed_paths(self.repo, tree_before, after)
+        ignored: list[str] = []
+        if ignored_before is not None:
+            ignored = [
+                p for p in snapshot.changed_ignored(self.repo, ignored_before) if p not in changed
+            ]
+        attempt.byproducts = [p for p in changed + ignored if self.byproducts.matches(p)]
+        attempt.ignored = [p for p in ignored if not self.byproducts.matches(p)]
+        attempt.changed = [p for p in changed if not self.byproducts.matches(p)] + attempt.ignored
+        attempt.outside = [p for p in attempt.changed if not scope.allows(p)]
         # TASKS.md is the plan's record: never Codex's to change, whatever the globs say
-        attempt.outside = [
-            p for p in attempt.changed if p == taskfile.FILENAME or not scope.allows(p)
-        ]
+        self._guard_tasks_md(attempt)
         head_after = self.repo.head()
         if head_after != head_before:
             attempt.git_moves.append(
@@ -475,6 +590,8 @@ class Dispatcher:
                     timeout=limit,
                     heartbeat=self._heartbeat(f"still running {cmd.text}"),
                     heartbeat_every=HEARTBEAT_EVERY,
+                    supervised=True,
+                    on_start=self._started,
                 )
                 run = VerifyRun(
                     cmd.text,
@@ -527,6 +644,8 @@ class Dispatcher:
             return "scope"
         if attempt.git_moves:
             return "git_state"
+        if attempt.events.sandbox_errors:
+            return "sandbox_unavailable"  # no correction can help; nothing could run
         if attempt.timed_out:
             return "codex_timeout"
         if attempt.codex_exit != 0:
@@ -575,8 +694,8 @@ class Dispatcher:
             "slot": self.slot.state,
             "outcome": status,
             "reason": reason,
-            "attempts": len(self.attempts),
-            "corrections": max(0, len(self.attempts) - 1),
+            "attempts": self.attempts[-1].number if self.attempts else 0,
+            "corrections": max(0, (self.attempts[-1].number if self.attempts else 0) - 1),
             "exhausted": reason == "corrections_exhausted",
             "seconds": round(time.monotonic() - self.started, 3),
             "tokens": telemetry.sum_tokens(a.events.tokens for a in self.attempts)
@@ -590,6 +709,7 @@ class Dispatcher:
         if proc.which("codex", self.env) is None:
             raise proc.CommandNotFound("codex")
         self.mode = memory_mode(self.env)
+        self.codex_env = self._codex_env()
         if not self.dry_run:
             recipes.check_pinned(
                 self.repo.state_dir, self.recipe, accept=self.accept_recipe, task_id=task.id
@@ -611,7 +731,14 @@ class Dispatcher:
             return self._dry_run(task, prompt)
 
         lock = Lock(self.repo.state_dir / "dispatch" / "lock", task.id)
-        lock.acquire()
+        stopped = lock.acquire()
+        self.lock = lock
+        if stopped:
+            self.console.say(
+                f"plan-build: stopped {len(stopped)} process"
+                f"{'es' if len(stopped) != 1 else ''} a dead dispatch left running "
+                f"(pids {', '.join(map(str, stopped[:8]))})"
+            )
         try:
             with self._signals_interrupt():
                 return self._loop(tf, task, prompt)
@@ -637,6 +764,28 @@ class Dispatcher:
             for sig, old in previous.items():
                 signal.signal(sig, old)
 
+    def _codex_env(self) -> dict[str, str]:
+        """The session's environment plus the memory scope the prompt promises Codex: the
+        committed identity, the memory mode and whether context is injected. An inherited
+        AGENTMEMORY_PROJECT_NAME that names another project is refused (exit 3)."""
+        from plan_build.startup.identity import memory_env
+
+        ident = project_identity(self.repo.root, self.env)
+        inherited = self.env.get("AGENTMEMORY_PROJECT_NAME")
+        value = ident["id"]
+        if ident["source"] == ".agentmemory-project" and inherited and inherited != value:
+            raise PlanBuildError(
+                f"AGENTMEMORY_PROJECT_NAME is {inherited!r}, but this repository's identity "
+                f"(.agentmemory-project) is {value!r}: Codex would write memory into another "
+                "project",
+                "run dispatch from a session launched in this repository (plan-build "
+                "architect), or unset AGENTMEMORY_PROJECT_NAME",
+                code=ExitCode.PREFLIGHT,
+            )
+        if not value:
+            return dict(self.env)
+        return {**self.env, **memory_env(value, degraded=self.mode == "degraded")}
+
     def _dry_run(self, task: Task, prompt: str) -> DispatchResult:
         out = self.run_dir / "attempt-1.last-message.md"
         argv = self._argv(recipes.IMPLEMENTER, out, "<prompt>")
@@ -658,39 +807,89 @@ class Dispatcher:
             dry_run=True,
         )
 
-    def _loop(self, tf: TaskFile, task: Task, prompt: str) -> DispatchResult:
+    def _load_byproducts(self) -> Byproducts:
+        from plan_build import config
+
+        extra = config.load(self.repo.root).get("dispatch.byproducts", []) or []
+        for pattern in extra:
+            why = byproduct_problem(pattern)
+            if why:
+                raise usage(
+                    f"{config.FILENAME}: dispatch.byproducts entry {pattern!r} {why}",
+                    "use globs such as `.cache/` or `*.log`, relative to the repository root",
+                )
+        return Byproducts((*DEFAULT_BYPRODUCTS, *extra))
+
+    def _begin(self, task: Task) -> tuple[Scope, str]:
+        """Resume or start: the messages, Status In Progress, the saved running state."""
         scope = Scope(task.scope)
+        self.byproducts = self._load_byproducts()
+        self.resumed = self._resumable(task)
+        if self.resumed is not None:
+            # the same dispatch goes on: its id, its baseline, its budget of Codex runs
+            self.dispatch_id = str(self.resumed.get("dispatch") or self.dispatch_id)
+            self.run_dir = self.repo.state_dir / "dispatch" / "runs" / self.dispatch_id
+            self.started_at = str(self.resumed.get("started") or self.started_at)
+            used = self.resumed.get("attempts")
+            self.used = used if isinstance(used, int) and used >= 0 else 0
         self.console.say(
             f"dispatching {task.id} “{task.title}” · recipe {self.described['id']} · "
             f"memory {self.mode}"
         )
+        if self.resumed is not None:
+            self.console.say(
+                f"  resuming dispatch {self.dispatch_id}: {self.used} of "
+                f"{1 + self.recipe.limits.max_corrections} Codex runs used; changes are "
+                "checked against its baseline"
+            )
         for pattern in scope.unmatched(repo_files(self.repo)):
             self.console.say(f"  note: scope entry `{pattern}` matches no file yet")
+        # the baseline comes before the status changes: if the snapshot fails, nothing did
+        baseline = str(self.resumed["baseline_tree"]) if self.resumed else self._tree()
         self._update(
-            IN_PROGRESS, running_block(self.header, task.id, 1, recipes.IMPLEMENTER, os.getpid())
+            IN_PROGRESS,
+            running_block(self.header, task.id, self.used + 1, recipes.IMPLEMENTER, os.getpid()),
         )
-        baseline = snapshot.worktree_tree(self.repo)
-        _write_task_state(
-            self.repo,
-            task.id,
-            {
-                **_read_task_state(self.repo, task.id),
-                "running": {
-                    "dispatch": self.dispatch_id,
-                    "pid": os.getpid(),
-                    "baseline_tree": baseline,
-                    "started": self.started_at,
-                },
-            },
-        )
+        if self.resumed is not None:
+            self._save_running(pid=os.getpid())
+        else:
+            state = _read_task_state(self.repo, task.id)
+            state["running"] = {
+                "dispatch": self.dispatch_id,
+                "pid": os.getpid(),
+                "baseline_tree": baseline,
+                "started": self.started_at,
+                "attempts": 0,
+            }
+            _write_task_state(self.repo, task.id, state)
+        return scope, baseline
+
+    def _loop(self, tf: TaskFile, task: Task, prompt: str) -> DispatchResult:
+        scope, baseline = self._begin(task)
         status, reason = BLOCKED, "interrupted"
         try:
             status, reason = self._attempts(tf, task, scope, prompt)
+        except PlanBuildError as exc:
+            if isinstance(exc, proc.CommandCancelled):
+                self._interrupted(task, exc)
+            else:  # a failed snapshot, an unwritable state dir: never leave it In Progress
+                self._failed(task, exc)
+            raise
         except BaseException as exc:
             self._interrupted(task, exc)
+            if self.on_interrupt is not None and isinstance(exc, KeyboardInterrupt):
+                with contextlib.suppress(Exception):
+                    self.on_interrupt(self._result(IN_PROGRESS, "interrupted", []))
             raise
-        changed = snapshot.changed_paths(self.repo, baseline, snapshot.worktree_tree(self.repo))
-        changed = [p for p in changed if p != taskfile.FILENAME]
+        try:
+            since = snapshot.changed_paths(self.repo, baseline, self._tree())
+        except PlanBuildError:
+            since = [p for a in self.attempts for p in a.changed if p not in a.ignored]
+        changed = [p for p in dict.fromkeys(since) if not self.byproducts.matches(p)]
+        for a in self.attempts:
+            changed.extend(p for p in a.ignored if p not in changed)
+        if any(taskfile.FILENAME in a.changed for a in self.attempts):
+            changed.append(f"{taskfile.FILENAME} (Codex's edit undone)")
         block = final_block(
             self.header,
             task_id=task.id,
@@ -703,6 +902,7 @@ class Dispatcher:
             env=self.env,
         )
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        block = evidence_text(block, self.repo.root, self.session.home)
         (self.run_dir / "evidence.md").write_text(block, encoding="utf-8")
         digest = None
         try:
@@ -721,8 +921,11 @@ class Dispatcher:
         )
         telemetry.append(self.repo.state_dir, self._dispatch_record(task, status, reason))
         self._report(task, status, reason)
+        return self._result(status, reason, changed)
+
+    def _result(self, status: str, reason: str, changed: list[str]) -> DispatchResult:
         return DispatchResult(
-            task.id,
+            self.task_id,
             self.dispatch_id,
             status,
             reason,
@@ -732,29 +935,72 @@ class Dispatcher:
             self.described,
         )
 
+    def _dead_attempt(self, task: Task, scope: Scope) -> tuple[str, str] | None:
+        """A resumed dispatch first checks what happened since the dead run's last Codex run
+        began (its changes, and anything a survivor wrote), against that run's snapshot."""
+        running = self.resumed or {}
+        before = running.get("before")
+        if not (isinstance(before, list) and len(before) == 3) or self.used < 1:
+            return None
+        role = str(running.get("role") or recipes.IMPLEMENTER)
+        r = self.recipe.role(role)
+        dead = Attempt(self.used, role, r.model, r.reasoning)
+        dead.notes.append(
+            f"the dispatch running this attempt stopped (pid {running.get('pid', '?')}); "
+            "its changes were checked when the dispatch resumed"
+        )
+        self.attempts.append(dead)
+        self.phase = f"attempt {self.used} (scope check)"
+        ignored = snapshot.Ignored.from_json(running.get("ignored"))
+        self._check_tree(dead, scope, (str(before[0]), before[1], str(before[2])), ignored)
+        self._say_attempt(dead)
+        stop = "scope" if dead.outside else "git_state" if dead.git_moves else None
+        if stop is None and self.used >= 1 + self.recipe.limits.max_corrections:
+            dead.verification = self._verify(task)
+            stop = "verified" if dead.verified else "corrections_exhausted"
+        if stop is None:
+            return None
+        dead.outcome = stop
+        telemetry.append(self.repo.state_dir, self._attempt_record(task, dead))
+        return (REVIEW if stop == "verified" else BLOCKED), stop
+
     def _attempts(self, tf: TaskFile, task: Task, scope: Scope, prompt: str) -> tuple[str, str]:
         limits = self.recipe.limits
         failures: list[VerifyRun] = []
-        number = 0
+        number = self.used
+        idle = 0  # attempts in a row that changed nothing
+        if self.resumed is not None:
+            ended = self._dead_attempt(task, scope)
+            if ended is not None:
+                return ended
         while True:
             number += 1
-            role = recipes.IMPLEMENTER if number == 1 else recipes.CORRECTOR
-            if number > 1:
+            role = recipes.CORRECTOR if failures else recipes.IMPLEMENTER
+            if failures:
                 prompt = self._correction_prompt(tf, task, number - 1, failures)
             r = self.recipe.role(role)
             attempt = Attempt(number, role, r.model, r.reasoning)
             self.attempts.append(attempt)
-            before = (
-                snapshot.worktree_tree(self.repo),
-                self.repo.head(),
-                snapshot.index_tree(self.repo),
-            )
+            if number > self.used + 1:
+                self._update(None, running_block(self.header, task.id, number, role, os.getpid()))
+            before = (self._tree(), self.repo.head(), snapshot.index_tree(self.repo))
             self._before = before
+            self._ignored_before = snapshot.ignored_files(self.repo)
+            self._save_running(
+                attempts=number,
+                role=role,
+                before=list(before),
+                ignored=self._ignored_before.as_json()
+                if len(self._ignored_before.files) <= MAX_SAVED_IGNORED
+                else None,
+            )
             self.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
             self.phase = f"attempt {number} (codex)"
+            self._tasks_before = self._tasks_bytes()
             self._run_codex(attempt, prompt)
             self.phase = f"attempt {number} (scope check)"
-            self._check_tree(attempt, scope, before)
+            self._check_tree(attempt, scope, before, self._ignored_before)
+            self._tasks_before = None
             self._say_attempt(attempt)
             stop = self._classify(attempt)
             if stop is not None:
@@ -767,6 +1013,7 @@ class Dispatcher:
                 telemetry.append(self.repo.state_dir, self._attempt_record(task, attempt))
                 return REVIEW, "verified"
             attempt.outcome = "verification_failed"
+            idle = idle + 1 if self._no_change(attempt) else 0
             telemetry.append(self.repo.state_dir, self._attempt_record(task, attempt))
             failures = [v for v in attempt.verification if not v.passed]
             corrections_used = number - 1
@@ -774,6 +1021,18 @@ class Dispatcher:
             # every attempt is verified), and never past the recipe's cap
             if corrections_used >= limits.max_corrections:
                 return BLOCKED, "corrections_exhausted"
+            if idle >= NO_CHANGE_LIMIT:  # early: more runs of an idle Codex change nothing
+                return BLOCKED, "no_change"
+
+    def _no_change(self, attempt: Attempt) -> bool:
+        """A failed attempt that changed nothing is not a failing fix: say so, quoting Codex."""
+        if attempt.changed:
+            return False
+        attempt.outcome = "no_change"
+        said = one_line(redact.redact(attempt.final_message, self.env)[0] or "nothing")
+        attempt.notes.append(f"Codex made no change; it said: “{said}”")
+        self.console.say(f"    Codex made no change; it said: “{said}”")
+        return True
 
     def _correction_prompt(
         self, tf: TaskFile, task: Task, correction: int, failures: list[VerifyRun]
@@ -809,7 +1068,11 @@ class Dispatcher:
             files += f", {len(a.outside)} outside the scope"
         elif a.changed:
             files += ", all in scope"
+        if a.byproducts:
+            files += f" (+{len(a.byproducts)} check by-products)"
         self.console.say(f"    {head} · {files}")
+        for line in a.stderr_tail.splitlines():
+            self.console.say(f"    codex: {line}")
 
     def _interrupted(self, task: Task, exc: BaseException) -> None:
         """Ctrl-C, a termination signal or an error mid-dispatch: keep In Progress, say how to
@@ -827,9 +1090,13 @@ class Dispatcher:
         before = self._before
         if before is not None and self.phase.endswith("(codex)"):
             with contextlib.suppress(Exception):
-                after = snapshot.worktree_tree(self.repo)
+                if self._guard_tasks_md(None):
+                    outside.append(f"{taskfile.FILENAME} (Codex's edit undone)")
+            with contextlib.suppress(Exception):
+                after = self._tree()
                 changed = snapshot.changed_paths(self.repo, before[0], after)
-                outside = Scope(task.scope).outside(changed)
+                changed = [p for p in changed if not self.byproducts.matches(p)]
+                outside = Scope(task.scope).outside(changed) + outside
         lines = [
             self.header.line(),
             f"Outcome: In Progress · interrupted by {one_line(what)} during {self.phase}; "
@@ -853,11 +1120,30 @@ class Dispatcher:
             record["outside_scope"] = len(outside)
             telemetry.append(self.repo.state_dir, record)
 
+    def _failed(self, task: Task, exc: PlanBuildError) -> None:
+        """plan-build itself failed mid-dispatch: the task becomes Blocked (reason `error`)
+        with the message, so it is never left In Progress by a failure that repeats."""
+        lines = [
+            self.header.line(),
+            f"Outcome: Blocked · plan-build stopped during {self.phase}: "
+            f"{one_line(evidence_text(exc.what, self.repo.root, self.session.home))}",
+        ]
+        for a in self.attempts:
+            lines.extend(attempt_lines(a, self.env))
+        lines.append(f"- Next: {next_step(BLOCKED, 'error', task.id)}")
+        with contextlib.suppress(Exception):
+            self._update(BLOCKED, "\n".join(lines) + "\n")
+        with contextlib.suppress(Exception):
+            last = {"dispatch": self.dispatch_id, "status": BLOCKED, "reason": "error"}
+            _write_task_state(self.repo, task.id, {"last": {**last, "at": telemetry.now()}})
+        with contextlib.suppress(Exception):
+            telemetry.append(self.repo.state_dir, self._dispatch_record(task, BLOCKED, "error"))
+
     def _report(self, task: Task, status: str, reason: str) -> None:
         arrow = self.console.arrow()
         if status == REVIEW:
             self.console.say(
-                f"{task.id} {arrow} Review · verified on attempt {len(self.attempts)} · "
+                f"{task.id} {arrow} Review · verified on attempt {self.attempts[-1].number} · "
                 f"evidence in {taskfile.FILENAME}"
             )
         else:
@@ -868,6 +1154,15 @@ class Dispatcher:
                     self.console.say(f"    outside the scope: {p}")
                 self.console.say("    the diff is left in the work tree for you to decide")
         self.console.say(f"  next: {next_step(status, reason, task.id)}")
+
+
+def evidence_text(text: str, root: Path, home: Path | None) -> str:
+    """Text for TASKS.md (a committed file): paths relative to the repository, never the
+    home directory."""
+    text = text.replace(str(root) + os.sep, "").replace(str(root), ".")
+    if home is not None and str(home) not in ("", "/"):
+        text = text.replace(str(home), "~")
+    return text
 
 
 def _combine(stdout: str, stderr: str) -> str:
@@ -883,8 +1178,10 @@ def run(
     recipe: recipes.Recipe | None = None,
     accept_recipe: bool = False,
     dry_run: bool = False,
+    on_interrupt: Callable[[DispatchResult], None] | None = None,
 ) -> DispatchResult:
-    """Dispatch one task; returns the result (its exit_code says Review 0 or Blocked 6)."""
+    """Dispatch one task; returns the result (its exit_code says Review 0 or Blocked 6).
+    `on_interrupt` gets the In Progress result when Ctrl-C or a signal stops it."""
     tid = normalise_id(task_id)
     return Dispatcher(
         session,
@@ -892,4 +1189,5 @@ def run(
         recipe or recipes.current(),
         accept_recipe=accept_recipe,
         dry_run=dry_run,
+        on_interrupt=on_interrupt,
     ).run()

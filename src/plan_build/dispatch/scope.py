@@ -7,6 +7,7 @@ character class. A pattern that matches a directory covers everything inside it,
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -109,3 +110,50 @@ class Scope:
 
 def is_glob(pattern: str) -> bool:
     return bool(_GLOB_CHARS.search(pattern))
+
+
+# By-products of running a task's own checks (Python caches). A change under them is listed,
+# never a scope violation: Codex running the verification itself must not block the task.
+DEFAULT_BYPRODUCTS: tuple[str, ...] = (
+    "__pycache__/",
+    "*.pyc",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+)
+
+
+@dataclass(frozen=True)
+class Byproducts:
+    """gitignore-like globs: `name/` matches a directory of that name at any depth, a pattern
+    without `/` matches any path segment, one with `/` inside is anchored at the root (scope
+    syntax)."""
+
+    patterns: tuple[str, ...] = DEFAULT_BYPRODUCTS
+    _anchored: Scope = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        anchored = tuple(p.strip("/") for p in self.patterns if "/" in p.strip("/"))
+        object.__setattr__(self, "_anchored", Scope(anchored))
+
+    def matches(self, path: str) -> bool:
+        if self._anchored.patterns and self._anchored.allows(path):
+            return True
+        parts = path.split("/")
+        for pattern in self.patterns:
+            core = pattern.strip("/")
+            if "/" in core:
+                continue
+            if any(fnmatch.fnmatchcase(seg, core) for seg in parts):
+                return True
+        return False
+
+
+def byproduct_problem(pattern: str) -> str | None:
+    """Why a `dispatch.byproducts` entry cannot be used, or None."""
+    core = pattern.strip().strip("/")
+    if not core or core in ("*", "**", "."):
+        return "would make every path a by-product"
+    if pattern.startswith("/") or ".." in core.split("/") or core.split("/")[0] == ".git":
+        return "must be a relative glob inside the repository"
+    return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,10 +43,21 @@ class CodexEvents:
     files_reported: list[str] = field(default_factory=list)
     commands: int = 0
     turn_completed: bool = False
+    sandbox_errors: list[str] = field(default_factory=list)  # commands the sandbox refused
+    git_commands: list[str] = field(default_factory=list)  # git commands that change state
 
     @property
     def tokens(self) -> dict[str, int] | str:
         return dict(self.usage) if self.usage is not None else UNKNOWN
+
+
+# A command Codex could not run because its sandbox (bubblewrap on Linux) failed to start:
+# e.g. "bwrap: Creating new namespace failed: ... (ENOSPC)" or a permission error.
+SANDBOX_ERROR = re.compile(
+    r"(?im)^\s*(bwrap: .*|.*codex-linux-sandbox.*|.*landlock.*(?:fail|error|not supported).*)$"
+)
+# git commands that change the repository's state, which the prompt forbids
+GIT_CHANGE = re.compile(r"\bgit\s+(?:-\S+\s+)*(add|commit|push|reset|restore|checkout|stash|rm)\b")
 
 
 def parse_events(stdout: str) -> CodexEvents:
@@ -107,6 +119,14 @@ def _item(out: CodexEvents, item: dict[str, Any]) -> None:
         )
     elif itype == "command_execution":
         out.commands += 1
+        command = str(item.get("command") or "")
+        output = str(item.get("aggregated_output") or "")
+        failed = item.get("status") == "failed" or item.get("exit_code") not in (0, None)
+        if failed and (m := SANDBOX_ERROR.search(output)):
+            out.sandbox_errors.append(m.group(0).strip()[:300])
+        if GIT_CHANGE.search(command):
+            state = "failed" if failed else "ran"
+            out.git_commands.append(f"{command.strip()[:200]} ({state})")
     elif itype == "error" and isinstance(item.get("message"), str):
         out.errors.append(item["message"])
 

@@ -172,7 +172,17 @@ def dispatch(
     from plan_build.dispatch import runner as step
 
     session = Session.from_process()
-    result = step.run(session, task_id, accept_recipe=accept_recipe, dry_run=dry_run)
+
+    def interrupted(partial: Any) -> None:
+        session.stdout.write(_json.dumps(partial.as_json(), indent=2) + "\n")
+
+    result = step.run(
+        session,
+        task_id,
+        accept_recipe=accept_recipe,
+        dry_run=dry_run,
+        on_interrupt=interrupted if json else None,
+    )
     if json:
         session.stdout.write(_json.dumps(result.as_json(), indent=2) + "\n")
     if result.exit_code != ExitCode.OK:
