@@ -66,6 +66,9 @@ def private_home(
     )
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # Stopping a command that ignores SIGTERM waits this grace before SIGKILL (proc.kill_grace):
+    # short here, so kill tests do not each pay the shipped 2 s.
+    monkeypatch.setenv("PLAN_BUILD_KILL_GRACE", "0.5")
     for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
         monkeypatch.setenv(var, "Test User")
     for var in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):

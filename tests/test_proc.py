@@ -138,3 +138,24 @@ def test_a_supervised_commands_background_children_end_with_it(tmp_path: Path) -
     r = proc.run([PY, "-c", script], timeout=20, supervised=True)
     assert r.returncode == 0
     assert not alive(int(pidfile.read_text()))
+
+
+@pytest.mark.parametrize(
+    ("value", "grace"),
+    [
+        ("0.5", 0.5),
+        ("10", 10.0),
+        ("0", proc.KILL_GRACE),
+        ("nan", proc.KILL_GRACE),
+        ("inf", proc.KILL_GRACE),
+        ("soon", proc.KILL_GRACE),
+        ("11", proc.KILL_GRACE),
+    ],
+)
+def test_the_kill_grace_can_be_shortened_but_only_to_a_sane_number(
+    monkeypatch: pytest.MonkeyPatch, value: str, grace: float
+) -> None:
+    monkeypatch.setenv("PLAN_BUILD_KILL_GRACE", value)
+    assert proc.kill_grace() == grace
+    monkeypatch.delenv("PLAN_BUILD_KILL_GRACE")
+    assert proc.kill_grace() == proc.KILL_GRACE == 2.0

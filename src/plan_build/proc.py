@@ -31,8 +31,19 @@ from plan_build.errors import ExitCode, PlanBuildError
 log = logging.getLogger("plan_build.proc")
 
 DEFAULT_TIMEOUT = 30.0
-KILL_GRACE = 2.0
+KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when a command is stopped
 CANCEL_POLL = 0.25  # how often a cancellable wait looks at its event
+
+
+def kill_grace() -> float:
+    """The SIGTERM-to-SIGKILL grace: KILL_GRACE, or PLAN_BUILD_KILL_GRACE when it is a number
+    from 0.05 to 10. The test suite shortens it, so each test that stops a command which
+    ignores SIGTERM does not wait the full 2 s."""
+    try:
+        value = float(os.environ.get("PLAN_BUILD_KILL_GRACE", KILL_GRACE))
+    except ValueError:
+        return KILL_GRACE
+    return value if 0.05 <= value <= 10 else KILL_GRACE
 
 
 @dataclass(frozen=True)
@@ -265,7 +276,7 @@ def _start(
 # whole group and every descendant, then exits with the command's status.
 SUPERVISOR = r"""
 import ctypes, os, signal, sys, threading, time
-fd = int(sys.argv[1]); argv = sys.argv[2:]
+fd = int(sys.argv[1]); grace = float(sys.argv[2]); argv = sys.argv[3:]
 try:
     ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 except Exception:
@@ -297,7 +308,7 @@ def stop():
                 os.kill(pid, sig)
             except OSError:
                 pass
-        end = time.monotonic() + 2.0
+        end = time.monotonic() + grace
         while time.monotonic() < end:
             try:
                 while os.waitpid(-1, os.WNOHANG)[0]:
@@ -357,7 +368,12 @@ def _start_supervised(
     read_end, write_end = os.pipe()
     try:
         child = _start(
-            [sys.executable, "-I", "-S", "-c", SUPERVISOR, str(read_end), program, *args[1:]],
+            [
+                sys.executable,
+                *("-I", "-S", "-c", SUPERVISOR),
+                *(str(read_end), str(kill_grace()), program),
+                *args[1:],
+            ],
             cwd=cwd,
             env=env,
             has_input=False,
@@ -438,13 +454,13 @@ def _kill_tree(child: subprocess.Popen[Any]) -> Any:
     _signal_group(pid, signal.SIGTERM)
     for proc in victims:
         _signal_proc(proc, signal.SIGTERM)
-    _, alive = psutil.wait_procs(victims, timeout=KILL_GRACE)
+    _, alive = psutil.wait_procs(victims, timeout=kill_grace())
     _signal_group(pid, signal.SIGKILL)
     for proc in alive:
         _signal_proc(proc, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=KILL_GRACE)
+    psutil.wait_procs(alive, timeout=kill_grace())
     try:
-        out, _ = child.communicate(timeout=KILL_GRACE)
+        out, _ = child.communicate(timeout=kill_grace())
     except (subprocess.TimeoutExpired, ValueError, OSError):
         return ""
     return out or ""
@@ -454,13 +470,13 @@ def _kill_group(child: subprocess.Popen[Any]) -> Any:
     """Without psutil: SIGTERM the child's process group, then SIGKILL it after the grace."""
     _signal_group(child.pid, signal.SIGTERM)
     try:
-        out, _ = child.communicate(timeout=KILL_GRACE)
+        out, _ = child.communicate(timeout=kill_grace())
         return out or ""
     except (subprocess.TimeoutExpired, ValueError, OSError):
         pass
     _signal_group(child.pid, signal.SIGKILL)
     try:
-        out, _ = child.communicate(timeout=KILL_GRACE)
+        out, _ = child.communicate(timeout=kill_grace())
     except (subprocess.TimeoutExpired, ValueError, OSError):
         return ""
     return out or ""
@@ -511,10 +527,10 @@ def stop_survivors(pgid: int, leader_started: float) -> list[int]:
     unique = list({p.pid: p for p in victims}.values())
     for proc in unique:
         _signal_proc(proc, signal.SIGTERM)
-    _, alive = psutil.wait_procs(unique, timeout=KILL_GRACE)
+    _, alive = psutil.wait_procs(unique, timeout=kill_grace())
     for proc in alive:
         _signal_proc(proc, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=KILL_GRACE)
+    psutil.wait_procs(alive, timeout=kill_grace())
     return [p.pid for p in unique]
 
 
