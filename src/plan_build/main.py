@@ -110,3 +110,11 @@ def build_program(binary: str = PREFIX) -> PlanBuildProgram:
 
 def main() -> None:
     build_program().run()
+
+
+def run_release(pyz: str, bind_lock: int | None = None) -> None:
+    """Entry point of a bundle's zipapp (and of the installed launcher): bind, then run."""
+    from plan_build.runrelease import bind
+
+    bind(pyz, bind_lock)
+    main()
