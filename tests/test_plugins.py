@@ -23,7 +23,7 @@ def claude(repo: Path, env: dict[str, str] | None = None):
 def codex(repo: Path):
     import os
 
-    return plugins.codex_check("agentmemory@agentmemory", dict(os.environ), repo, repo)
+    return plugins.codex_check("agentmemory@agentmemory", dict(os.environ), repo)
 
 
 def test_enabled_plugins_pass_and_builtins_are_ignored(stubs: Stubs, repo: Path) -> None:

@@ -17,7 +17,6 @@ from plan_build.review.reviewers import (
     heartbeat_every,
 )
 from plan_build.ui import Console
-from tests.support.reviewkit import CLEAN, codex_rule
 
 
 def test_codex_command_is_read_only_with_json_and_an_output_file(tmp_path: Path) -> None:
@@ -51,28 +50,6 @@ def test_codex_timeout_and_model_come_from_codex_reviews_variables() -> None:
     assert (
         codex.model_from({"CODEX_REVIEW_MODEL": "", "CODEX_REVIEW_LOOP_MODEL": ""}, "cfg") == "cfg"
     )
-
-
-def test_the_heartbeat_beats_while_codex_runs(stubs, tmp_path: Path) -> None:
-    import os
-
-    stubs.rule("codex", codex_rule(CLEAN, sleep=1.2))
-    beats: list[float] = []
-    outcome = codex.run_once(
-        "prompt",
-        cwd=tmp_path,
-        env=dict(os.environ),
-        out=tmp_path / "o.md",
-        log_dir=tmp_path,
-        timeout=30,
-        model=None,
-        beat=beats.append,
-        beat_every=0.3,
-    )
-    assert outcome.ok
-    assert outcome.text == CLEAN
-    assert len(beats) >= 2
-    assert beats == sorted(beats)
 
 
 def test_progress_is_a_line_every_30s_without_a_terminal() -> None:

@@ -22,20 +22,10 @@ __all__ = [
     "hold",
     "leases",
     "release_id_of",
-    "resolve_current",
     "root_of",
     "run_release",
     "running_bundle",
 ]
-
-
-def resolve_current(root: Path) -> Path | None:
-    """`<root>/current` resolved once to the absolute release directory (None if unset)."""
-    link = root / "current"
-    try:
-        return Path(os.path.realpath(link, strict=True))
-    except OSError:
-        return None
 
 
 def leases(root: Path, *, reap: bool = False) -> dict[str, list[int]]:

@@ -199,7 +199,7 @@ def review_plan(s: Session, *, plan: str | None, workflow: str | None, focus: st
     ctx = context(s, workflow)
     res = _resolve(ctx)
     if res.workflow is None:
-        _create(ctx, res, plan, focus)
+        _create(ctx, plan, focus)
         return
     if res.workflow.phase != "plan":
         raise usage(
@@ -214,7 +214,7 @@ def review_plan(s: Session, *, plan: str | None, workflow: str | None, focus: st
         _review_or_describe(ctx, wf, wdir, focus)
 
 
-def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | None) -> None:
+def _create(ctx: ReviewContext, plan: str | None, focus: str | None) -> None:
     require_codex(ctx)
     session = ctx.session()
     if plan is not None:
@@ -371,7 +371,7 @@ def review_status(s: Session, *, workflow: str | None, json: bool, summary: bool
     if json:
         _print_json(s, report.as_json(ctx, r))
     elif summary:
-        report.print_summary(ctx, r, ctx.console)
+        report.print_summary(r, ctx.console)
     else:
         report.print_status(ctx, r, ctx.console)
     if not r.view.wf.active and not json:

@@ -110,7 +110,7 @@ class WorkflowLock:
         self.release()
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 

@@ -207,9 +207,7 @@ def check_yolo_root(session: Session) -> Check:
 def memory_probes(session: Session, opts: Options) -> list[Probe]:
     claude_plugins = ["agentmemory@agentmemory"]
     probes: list[Probe] = [
-        lambda: plugins.codex_check(
-            "agentmemory@agentmemory", session.env, session.cwd, session.home
-        ),
+        lambda: plugins.codex_check("agentmemory@agentmemory", session.env, session.cwd),
         lambda: memory.check_server(session.env, session.home),
     ]
     if opts.mode == "standard":

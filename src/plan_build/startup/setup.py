@@ -352,7 +352,7 @@ def claude_steps(p: Planner, tool_step: str | None) -> None:
                     needs=base,
                     remedy=_claude_disabled_remedy(p, plugin, own),
                     action=partial(p.run_argv, argv, PLUGIN_TIMEOUT),
-                    verify=partial(claude_problem, p, plugin, own),
+                    verify=partial(claude_problem, p, plugin),
                 )
             )
             continue
@@ -388,7 +388,7 @@ def claude_steps(p: Planner, tool_step: str | None) -> None:
                 needs=needs,
                 remedy=_claude_disabled_remedy(p, plugin, scope),
                 action=partial(p.run_argv, argv, PLUGIN_TIMEOUT),
-                verify=partial(claude_problem, p, plugin, scope),
+                verify=partial(claude_problem, p, plugin),
             )
         )
 
@@ -409,7 +409,7 @@ def _claude_disabled_remedy(p: Planner, plugin: str, scope: str) -> str:
     )
 
 
-def claude_problem(p: Planner, plugin: str, scope: str) -> str | None:
+def claude_problem(p: Planner, plugin: str) -> str | None:
     mine = claude_entries(p, plugin)
     if not mine:
         return f"{plugin} is still not listed by `claude plugin list --json`"
