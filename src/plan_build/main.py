@@ -3,7 +3,6 @@ error handling (one message, named exit codes, internal errors logged, Ctrl-C is
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import re
 import sys
@@ -14,7 +13,7 @@ from typing import Any
 from invoke.exceptions import Exit, ParseError, UnexpectedExit
 from invoke.program import Program
 
-from plan_build import __version__
+from plan_build import __version__, clock
 from plan_build.errors import ExitCode, PlanBuildError
 
 PREFIX = "plan-build"
@@ -85,7 +84,7 @@ def write_crash_log(exc: BaseException) -> str:
     path = crash_log_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        stamp = clock.stamp()
         with path.open("a", encoding="utf-8") as fh:
             fh.write(f"## {stamp} plan-build {__version__} python {sys.version.split()[0]}\n")
             fh.write(f"argv: {sys.argv!r}\n")

@@ -5,10 +5,10 @@ user must act on; "blocked" outcomes use exit 6."""
 from __future__ import annotations
 
 import contextlib
-import json as _json
 from collections.abc import Iterator
 from typing import Any
 
+from plan_build import jsonout
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError, usage
 from plan_build.fsutil import atomic_write
@@ -346,7 +346,7 @@ def _report(ctx: ReviewContext, res: Resolution) -> report.Report:
 
 
 def _print_json(s: Session, data: dict[str, Any]) -> None:
-    s.stdout.write(_json.dumps(data, indent=2) + "\n")
+    jsonout.write(s.stdout, data)
     s.stdout.flush()
 
 

@@ -6,7 +6,6 @@ terminal the user chooses retry / continue degraded / stop, without one the run 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -364,8 +363,4 @@ def blocked(failures: Sequence[Check]) -> PlanBuildError:
     )
 
 
-def dumps(report: Report) -> str:
-    return json.dumps(report.as_json(), indent=2)
-
-
-__all__ = ["Mode", "Options", "Report", "dumps", "render", "run", "settle"]
+__all__ = ["Mode", "Options", "Report", "render", "run", "settle"]

@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from plan_build import proc
+from plan_build import jsonout, proc
 from plan_build.checks import Check
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
@@ -839,7 +839,7 @@ def run(session: Session, opts: Options) -> None:
     def emit(final: preflight.Report | None) -> None:
         if opts.json:
             data["report"] = final.as_json() if final else None
-            session.stdout.write(json.dumps(data, indent=2) + "\n")
+            jsonout.write(session.stdout, data)
             session.stdout.flush()
 
     if opts.dry_run:
