@@ -72,8 +72,8 @@ def agent_presence(
     marker = next((k for k in AGENT_MARKERS if env.get(k)), None)
     if marker is not None:
         return Presence(f"{marker} is set", "environment")
+    from plan_build import claudesessions as sessions
     from plan_build import proctree
-    from plan_build.review import sessions
 
     chain = (parents or proctree.ancestors)()
     directory = sessions.sessions_dir(env)

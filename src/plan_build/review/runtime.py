@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plan_build import claudesessions as sessions
 from plan_build import clock, gitrepo, snapshot
 from plan_build import config as config_mod
 from plan_build.context import Session
 from plan_build.interact import Interaction
-from plan_build.review import sessions
 from plan_build.review.layout import WORKFLOWS, find_root
 from plan_build.ui import Console
 
