@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from plan_build import __version__, proc
+from plan_build import agentmemory as memory
 from plan_build.checks import Check, Probe, run_concurrently, timed, to_json
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, discover
 from plan_build.interact import Choice
-from plan_build.startup import memory, plugins
+from plan_build.startup import plugins
 
 Mode = Literal["standard", "architect"]
 VERSION_TIMEOUT = 10.0

@@ -18,12 +18,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from plan_build import agentmemory as memory
 from plan_build import jsonout, proc
 from plan_build.checks import Check
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.interact import Choice
-from plan_build.startup import codexconfig, memory, plugins, preflight, sources
+from plan_build.startup import codexconfig, plugins, preflight, sources
 
 Status = Literal["ok", "failed", "skipped", "declined", "not_run"]
 NPM_TIMEOUT = 900.0
