@@ -24,11 +24,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the package, tests, benchmarks and task files."""
+    """ruff over the package, tests, benchmarks and task files; the import layers contract."""
     session.install(".[lint]")
     paths = ("src", "tests", "bench", "tasks.py", "noxfile.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
+    session.run("lint-imports", "--no-cache")  # [tool.importlinter] in pyproject.toml
 
 
 @nox.session(python=PYTHON)

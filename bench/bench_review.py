@@ -23,9 +23,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))  # tests.support
+
+from tests.support.interaction import ScriptedInteraction  # noqa: E402
 
 from plan_build.context import Session  # noqa: E402
-from plan_build.interact import ScriptedInteraction  # noqa: E402
 from plan_build.resources import locate  # noqa: E402
 from plan_build.review import commands  # noqa: E402
 from plan_build.review.layout import WorkflowDir  # noqa: E402

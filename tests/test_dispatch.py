@@ -24,7 +24,6 @@ from plan_build.context import Session
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch import runner as dispatch
 from plan_build.dispatch import taskfile, telemetry
-from plan_build.interact import ScriptedInteraction
 from plan_build.resources import locate
 from plan_build.ui import Console
 from tests.conftest import ROOT, Stubs, git
@@ -38,6 +37,7 @@ from tests.dispatch_support import (
     status_of,
     without_owned,
 )
+from tests.support.interaction import ScriptedInteraction
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}
 

@@ -17,12 +17,13 @@ import pytest
 
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.interact import Choice, ScriptedInteraction
+from plan_build.interact import Choice
 from plan_build.resources import locate
 from plan_build.startup import enhance
 from plan_build.startup.enhance import TAG, Enhanced, enhance_payload
 from plan_build.ui import Console
 from tests.conftest import Stubs
+from tests.support.interaction import ScriptedInteraction
 from tests.support.orphans import alive, survivors
 
 GOLDEN = Path(__file__).parent / "golden" / "enhance"

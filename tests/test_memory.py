@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build.startup import memory
+from plan_build import agentmemory as memory
 from tests.support.memserver import MemoryServer
 
 

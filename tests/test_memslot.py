@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+from plan_build import agentmemory as memory
 from plan_build.dispatch import memslot
-from plan_build.startup import memory
 from tests.support.memserver import MemoryServer
 
 

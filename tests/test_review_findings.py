@@ -22,7 +22,7 @@ FINDINGS = Path("plan-findings-r1.md")
 
 def tokens(review: str, response: str) -> dict[str, str | None]:
     found = extract(review)
-    got = decisions(found, response, FINDINGS)
+    got = decisions(found, response)
     return {fid: (d.token if d else None) for fid, d in got.items()}
 
 
@@ -129,7 +129,7 @@ def test_decision_more_than_eight_lines_below_is_not_seen() -> None:
 
 def test_an_unknown_word_leaves_the_finding_undecided_and_keeps_the_word() -> None:
     found = extract("[HIGH-1] a\n")
-    got = decisions(found, "### HIGH-1\n\n**Decision:** Partially accept\nFIX\n", FINDINGS)
+    got = decisions(found, "### HIGH-1\n\n**Decision:** Partially accept\nFIX\n")
     d = got["HIGH-1"]
     assert d is not None
     assert (d.token, d.line, d.unparsed) == ("OPEN", 3, "Partially accept")
@@ -141,9 +141,7 @@ def test_an_unknown_word_leaves_the_finding_undecided_and_keeps_the_word() -> No
 
 def test_the_decision_records_its_line() -> None:
     found = extract("[LOW-1] a\n")
-    assert decisions(found, "x\n### LOW-1\nDecision: FIX\n", FINDINGS) == {
-        "LOW-1": Decision("FIX", 3)
-    }
+    assert decisions(found, "x\n### LOW-1\nDecision: FIX\n") == {"LOW-1": Decision("FIX", 3)}
 
 
 def test_sanitize_collapses_whitespace_and_control_separators() -> None:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from plan_build import gitrepo, snapshot
+from plan_build.claudesessions import ClaudeSession
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.plans import native_plan, source_path
 from plan_build.review.resolution import resolve
 from plan_build.review.runtime import fingerprint
-from plan_build.review.sessions import ClaudeSession
 from plan_build.review.workflow import create, save
 from tests.support.reviewkit import OTHER_SESSION, SESSION_ID, claude_session
 

@@ -1,11 +1,14 @@
 """The reviewers up close: Codex's command line and event stream, CodeRabbit's two output
-forms, what counts as skipped, and the heartbeat while a review runs."""
+forms and version probes, what counts as skipped, and the progress line while a review runs."""
 
 from __future__ import annotations
 
 import io
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from plan_build.review import coderabbit, codex
 from plan_build.review.reviewers import (
@@ -17,7 +20,6 @@ from plan_build.review.reviewers import (
     heartbeat_every,
 )
 from plan_build.ui import Console
-from tests.support.reviewkit import CLEAN, codex_rule
 
 
 def test_codex_command_is_read_only_with_json_and_an_output_file(tmp_path: Path) -> None:
@@ -51,28 +53,6 @@ def test_codex_timeout_and_model_come_from_codex_reviews_variables() -> None:
     assert (
         codex.model_from({"CODEX_REVIEW_MODEL": "", "CODEX_REVIEW_LOOP_MODEL": ""}, "cfg") == "cfg"
     )
-
-
-def test_the_heartbeat_beats_while_codex_runs(stubs, tmp_path: Path) -> None:
-    import os
-
-    stubs.rule("codex", codex_rule(CLEAN, sleep=1.2))
-    beats: list[float] = []
-    outcome = codex.run_once(
-        "prompt",
-        cwd=tmp_path,
-        env=dict(os.environ),
-        out=tmp_path / "o.md",
-        log_dir=tmp_path,
-        timeout=30,
-        model=None,
-        beat=beats.append,
-        beat_every=0.3,
-    )
-    assert outcome.ok
-    assert outcome.text == CLEAN
-    assert len(beats) >= 2
-    assert beats == sorted(beats)
 
 
 def test_progress_is_a_line_every_30s_without_a_terminal() -> None:
@@ -181,3 +161,38 @@ def test_coderabbit_command_by_cli_generation() -> None:
 def test_codex_events_parse_ignores_noise() -> None:
     stdout = "WARNING: proceeding\n" + json.dumps({"type": "turn.started"}) + "\n{broken\n"
     assert codex.events(stdout) == [{"type": "turn.started"}]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ({"stdout": "0.4.1\n"}, (0, 4, 1)),
+        ({"stdout": "coderabbit v1.2\n"}, (1, 2)),
+        ({"stdout": "", "stderr": "0.3.9\n"}, (0, 3, 9)),  # some builds print it on stderr
+        ({"stdout": "unknown\n"}, None),
+        ({"stdout": "0.4.1\n", "returncode": 2}, None),  # a version that failed is no version
+    ],
+)
+def test_coderabbit_version_probe_reads_what_the_cli_prints(
+    fp: Any, tmp_path: Path, answer: dict[str, Any], expected: tuple[int, ...] | None
+) -> None:
+    """One process's output, faked with pytest-subprocess: nothing else may run."""
+    fp.register(["coderabbit", "--version"], **answer)
+    assert coderabbit.version({}, tmp_path) == expected
+    # and the review command follows the generation it found
+    agent = expected is not None and expected >= coderabbit.AGENT_SINCE
+    assert ("--agent" in coderabbit.command(expected)) is agent
+
+
+@pytest.mark.parametrize(
+    ("help_text", "untracked"),
+    [
+        ("  --uncommitted\n  --include-untracked  also review untracked files\n", True),
+        ("  --uncommitted  review uncommitted changes\n", False),
+    ],
+)
+def test_coderabbit_untracked_probe_reads_the_review_help(
+    fp: Any, tmp_path: Path, help_text: str, untracked: bool
+) -> None:
+    fp.register(["coderabbit", "review", "--help"], stdout=help_text)
+    assert coderabbit.supports_untracked({}, tmp_path) is untracked

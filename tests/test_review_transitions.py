@@ -12,7 +12,6 @@ import pytest
 
 from plan_build import config, gitrepo
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.interact import ScriptedInteraction
 from plan_build.resources import CHECKOUT_ROOT
 from plan_build.review import transitions
 from plan_build.review.layout import WorkflowDir
@@ -21,6 +20,7 @@ from plan_build.review.records import ReviewerRun, RoundRecord, save_round, sha2
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.workflow import Workflow, create, load, save
 from plan_build.ui import Console
+from tests.support.interaction import ScriptedInteraction
 from tests.support.reviewkit import CLEAN
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)

@@ -33,7 +33,7 @@ class Session:
         resources = locate(env)
         if resources.release_path is not None:
             # Bound once: children (and Claude Code, exec'd later) keep this exact release.
-            from plan_build.release.binding import ENV, hold
+            from plan_build.runrelease import ENV, hold
 
             env[ENV] = os.environ[ENV] = str(resources.release_path)
             hold(resources.release_path)

@@ -65,7 +65,7 @@ _TAG: list[str] = []
 
 def _started(pid: int) -> int | None:
     """When process `pid` started (whole seconds since the epoch); None if unknown."""
-    from plan_build.review.sessions import create_time
+    from plan_build.proctree import create_time
 
     try:
         began = create_time(pid)
@@ -84,7 +84,7 @@ def owner_tag() -> str:
 def owner_gone(pid: int, started: int) -> bool:
     """The review lock's rule (review/lock.py): the owner is gone when its pid is dead, or
     when the live process with that pid is not the one that started then (the pid was reused)."""
-    from plan_build.review.sessions import pid_alive
+    from plan_build.proctree import pid_alive
 
     if pid == os.getpid():
         return False

@@ -72,8 +72,8 @@ def agent_presence(
     marker = next((k for k in AGENT_MARKERS if env.get(k)), None)
     if marker is not None:
         return Presence(f"{marker} is set", "environment")
+    from plan_build import claudesessions as sessions
     from plan_build import proctree
-    from plan_build.review import sessions
 
     chain = (parents or proctree.ancestors)()
     directory = sessions.sessions_dir(env)
@@ -243,38 +243,3 @@ class TerminalInteraction:
                 ) from exc
         finally:
             path.unlink(missing_ok=True)
-
-
-@dataclass
-class ScriptedInteraction:
-    """Answers from a script, for tests: each question takes the next answer."""
-
-    answers: list[str] = field(default_factory=list)
-    interactive: bool = True
-    asked: list[str] = field(default_factory=list)
-    edits: list[str] = field(default_factory=list)
-
-    def _next(self, question: str) -> str:
-        if not self.interactive:
-            raise no_terminal(question)
-        self.asked.append(question)
-        if not self.answers:
-            raise AssertionError(f"unexpected question: {question}")
-        return self.answers.pop(0)
-
-    def choose(self, question: str, choices: Sequence[Choice], default: str) -> str:
-        key = match_choice(self._next(question), choices, default)
-        if key is None:
-            raise AssertionError(f"scripted answer is not a choice for: {question}")
-        return key
-
-    def confirm(self, question: str, *, default: bool = False) -> bool:
-        return (
-            self.choose(question, [Choice("y", "yes"), Choice("n", "no")], "y" if default else "n")
-            == "y"
-        )
-
-    def edit(self, text: str, *, suffix: str = ".md") -> str:
-        if not self.edits:
-            raise AssertionError("unexpected edit")
-        return self.edits.pop(0)

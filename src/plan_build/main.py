@@ -4,7 +4,6 @@ named exit codes, internal errors logged, Ctrl-C is 130). See docs/adr/0090."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import os
 import re
@@ -19,7 +18,7 @@ from invoke.exceptions import Exit, ParseError, UnexpectedExit
 from invoke.parser.argument import Argument
 from invoke.program import Program
 
-from plan_build import __version__
+from plan_build import __version__, clock
 from plan_build.cli import HELP_FLAGS, FlagForArgument, StrictParser, metavar
 from plan_build.errors import ExitCode, PlanBuildError
 
@@ -295,7 +294,7 @@ def write_crash_log(exc: BaseException) -> str:
     path = crash_log_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        stamp = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        stamp = clock.stamp()
         with path.open("a", encoding="utf-8") as fh:
             fh.write(f"## {stamp} plan-build {__version__} python {sys.version.split()[0]}\n")
             fh.write(f"argv: {sys.argv!r}\n")
@@ -320,3 +319,11 @@ def build_program(binary: str = PREFIX) -> PlanBuildProgram:
 
 def main() -> None:
     build_program().run()
+
+
+def run_release(pyz: str, bind_lock: int | None = None) -> None:
+    """Entry point of a bundle's zipapp (and of the installed launcher): bind, then run."""
+    from plan_build.runrelease import bind
+
+    bind(pyz, bind_lock)
+    main()

@@ -1,8 +1,9 @@
 """The one place plan-build runs external commands.
 
 Argument lists only (never a shell), a timeout on every call, stdin closed unless input is
-meant, and the child's whole process tree killed on timeout or Ctrl-C. Tests fake this module
-with pytest-subprocess, which patches `subprocess.Popen`.
+meant, and the child's whole process tree killed on timeout or Ctrl-C. Unit tests that fake one
+process's output use pytest-subprocess (it patches `subprocess.Popen`); flows, timeouts and
+kills are tested with stub executables on PATH (docs/adr/0001).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """This process's ancestors, and what each of them is.
 
 One home for the process-tree facts two features need: session resolution (which ancestor is
-the Claude Code session, review/sessions.py) and the approval gates (is any ancestor an agent,
+the Claude Code session, claudesessions.py) and the approval gates (is any ancestor an agent,
 interact.py). Start times come from /proc where it exists, so a reused pid is never taken for
 the process that had it before.
 """

@@ -19,10 +19,9 @@ from pathlib import Path
 
 from plan_build import release
 from plan_build.release import actions, fetch
-from plan_build.release.binding import resolve_current
 from plan_build.release.store import Store
 from plan_build.ui import Console
-from tests.support.releases import check_bound
+from tests.support.releases import check_bound, resolve_current
 
 
 def switch(root: Path, count: int, ids: list[str]) -> None:

@@ -290,3 +290,12 @@ def zip_bomb(entries: dict[str, bytes], huge: str, size: int) -> bytes:
         "<4s4H2LH", b"PK\x05\x06", 0, 0, len(records), len(records), len(central), len(body), 0
     )
     return body + central + end
+
+
+def resolve_current(root: Path) -> Path | None:
+    """`<root>/current` resolved once to the absolute release directory (None if unset), as a
+    run that binds would: every later read goes through this path, never the link."""
+    try:
+        return Path(os.path.realpath(root / "current", strict=True))
+    except OSError:
+        return None

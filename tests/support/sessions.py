@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 from plan_build.context import Session
-from plan_build.interact import ScriptedInteraction
 from plan_build.resources import locate
 from plan_build.ui import Console
+from tests.support.interaction import ScriptedInteraction
 
 
 class TTYText(io.StringIO):

@@ -768,7 +768,7 @@ class Dispatcher:
         """The session's environment plus the memory scope the prompt promises Codex: the
         committed identity, the memory mode and whether context is injected. An inherited
         AGENTMEMORY_PROJECT_NAME that names another project is refused (exit 3)."""
-        from plan_build.startup.identity import memory_env
+        from plan_build.agentmemory import memory_env
 
         ident = project_identity(self.repo.root, self.env)
         inherited = self.env.get("AGENTMEMORY_PROJECT_NAME")

@@ -15,23 +15,22 @@ On-disk layout under the releases root (see docs/release.md):
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.runrelease import ID_LENGTH as ID_LENGTH
+from plan_build.runrelease import ID_RE as ID_RE
+from plan_build.runrelease import MANIFEST as MANIFEST
+from plan_build.runrelease import is_release_id as is_release_id
 
 PYZ = "plan-build.pyz"
-MANIFEST = "MANIFEST.sha256"
 SKILL = "SKILL.md"
 ARCHITECT = "ARCHITECT.md"
 TEMPLATES = "templates"
 REQUIRED = (PYZ, SKILL, ARCHITECT, MANIFEST)
 # The installed Claude skill directory for each skill file of a release.
 SKILL_DIRS = {SKILL: "plan-build", ARCHITECT: "plan-build-architect"}
-
-ID_LENGTH = 16
-ID_RE = re.compile(r"[0-9a-f]{16}")
 
 
 def root_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -45,10 +44,6 @@ def root_dir(env: Mapping[str, str] | None = None) -> Path:
         return Path(data) / "plan-build"
     home = env.get("HOME") or str(Path.home())
     return Path(home) / ".local" / "share" / "plan-build"
-
-
-def is_release_id(name: str) -> bool:
-    return ID_RE.fullmatch(name) is not None
 
 
 def invalid(what: str, fix: str | None = None) -> PlanBuildError:

@@ -55,7 +55,7 @@ _real = os.path.realpath(_archive)
 if _real != _archive and sys.path and os.path.abspath(sys.path[0]) == _archive:
     sys.path[0] = _real
 
-from plan_build.release.binding import run_release
+from plan_build.main import run_release
 
 run_release(_real)
 """
@@ -324,8 +324,8 @@ def _top_level(names: list[str]) -> list[str]:
 
 
 def build(checkout: Path, out: Path, *, python: str = sys.executable) -> Built:
-    from plan_build.release.binding import running_bundle
     from plan_build.resources import PACKAGE_DIR
+    from plan_build.runrelease import running_bundle
 
     if running_bundle(PACKAGE_DIR) is not None:
         raise unavailable(

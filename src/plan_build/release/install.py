@@ -53,7 +53,7 @@ if not os.path.isfile(_pyz):
           "(in a checkout: inv release.build --activate)")
 sys.argv[0] = _pyz
 sys.path.insert(0, _pyz)
-from plan_build.release.binding import run_release  # noqa: E402
+from plan_build.main import run_release  # noqa: E402
 
 run_release(_pyz, _lock)
 """

@@ -10,7 +10,6 @@ whatever a killed run left behind.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import errno
 import json
 import os
@@ -20,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plan_build import clock
 from plan_build.fsutil import StateFileError, loads_json
 from plan_build.release import (
     MANIFEST,
@@ -41,7 +41,7 @@ HISTORY_KEEP = 1000
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return clock.stamp()
 
 
 def _require_posix() -> None:
@@ -373,12 +373,11 @@ class Store:
                         size += (Path(top) / name).lstat().st_size
             mtime = path.stat().st_mtime_ns
             keys[release_id] = (rank.get(release_id, -1), mtime)
-            stamp = dt.datetime.fromtimestamp(mtime / 1e9, dt.UTC)
             rows.append(
                 ReleaseInfo(
                     id=release_id,
                     path=path,
-                    installed=stamp.isoformat(timespec="seconds"),
+                    installed=clock.stamp(clock.from_epoch(mtime / 1e9)),
                     size=size,
                     version=pyz_version(path / PYZ),
                     current=release_id == current,

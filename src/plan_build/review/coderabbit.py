@@ -18,13 +18,13 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from plan_build import proc
 from plan_build.review.findings import SEVERITIES, TAG, sanitize
-from plan_build.review.reviewers import Outcome, RawFinding, classify, duration, keep_log, tail
+from plan_build.review.reviewers import Outcome, RawFinding, classify, keep_log, run_timed, tail
 
 DEFAULT_TIMEOUT = 1800.0
 ENDED_EARLY = "CodeRabbit's output ended before its complete event"
@@ -199,8 +199,6 @@ def review(
     env: Mapping[str, str],
     log_dir: Path,
     timeout: float,
-    beat: Callable[[float], None] | None = None,
-    beat_every: float = 30.0,
     cancel: threading.Event | None = None,
 ) -> Outcome:
     if proc.which("coderabbit", env) is None:
@@ -208,26 +206,17 @@ def review(
     ver = version(env, cwd, cancel)
     agent = ver is not None and ver >= AGENT_SINCE
     argv = command(ver, untracked=agent and supports_untracked(env, cwd, cancel))
-    try:
-        result = proc.run(
-            argv,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-            heartbeat=beat,
-            heartbeat_every=beat_every,
-            cancel=cancel,
-        )
-    except proc.CommandTimeout as exc:
-        log = keep_log(log_dir, "coderabbit", argv, exc.stdout, "")
-        return Outcome(
-            "coderabbit",
-            "skipped",
-            f"timed out after {duration(timeout)}",
-            seconds=timeout,
-            argv=argv,
-            log=log,
-        )
+    result = run_timed(
+        "coderabbit",
+        argv,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        log_dir=log_dir,
+        cancel=cancel,
+    )
+    if isinstance(result, Outcome):
+        return result
     events = _json_lines(result.stdout)
     if events is not None:
         outcome = read_agent(events)

@@ -16,11 +16,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
-from plan_build import proc
 from plan_build.review.findings import invalid_reason
-from plan_build.review.reviewers import Outcome, classify, duration, keep_log
+from plan_build.review.reviewers import Outcome, classify, keep_log, run_timed
 
 DEFAULT_TIMEOUT = 720.0
 ARG_LIMIT = 100_000  # bytes: Linux refuses a single argument over 128 KiB
@@ -104,28 +103,23 @@ def run_once(
     log_dir: Path,
     timeout: float,
     model: str | None,
-    beat: Callable[[float], None] | None,
-    beat_every: float,
 ) -> Outcome:
     argv, stdin = command(out, prompt, model)
     shown = [*argv[:-1], "<prompt>"] if stdin is None else argv
     out.unlink(missing_ok=True)
-    try:
-        result = proc.run(
-            argv,
-            cwd=cwd,
-            env=env,
-            timeout=timeout,
-            input=stdin,
-            heartbeat=beat,
-            heartbeat_every=beat_every,
-        )
-    except proc.CommandTimeout as exc:
-        evs = events(exc.stdout)
-        last = _failure_message(evs, "")
-        log = keep_log(log_dir, "codex", shown, exc.stdout, "")
-        reason = f"timed out after {duration(timeout)}" + (f" (last: {last})" if last else "")
-        return Outcome("codex", "skipped", reason, seconds=timeout, argv=shown, log=log)
+    result = run_timed(
+        "codex",
+        argv,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        log_dir=log_dir,
+        shown=shown,
+        input=stdin,
+        last=lambda stdout: _failure_message(events(stdout), ""),
+    )
+    if isinstance(result, Outcome):
+        return result
     evs = events(result.stdout)
     failed = any(e.get("type") == "turn.failed" for e in evs)
     if result.returncode != 0 or failed:
@@ -156,31 +150,25 @@ def run_once(
     return Outcome("codex", "ok", None, text=text, seconds=result.seconds, argv=shown)
 
 
+class Run(TypedDict):
+    """`run_once`'s keyword arguments, which `review` passes on to both attempts."""
+
+    cwd: Path
+    env: Mapping[str, str]
+    out: Path
+    log_dir: Path
+    timeout: float
+    model: str | None
+
+
 def review(
     render: Callable[[bool], str],
     *,
-    cwd: Path,
-    env: Mapping[str, str],
-    out: Path,
-    log_dir: Path,
-    timeout: float,
-    model: str | None,
-    beat: Callable[[float], None] | None = None,
-    beat_every: float = 30.0,
     on_retry: Callable[[str], None] | None = None,
+    **kwargs: Unpack[Run],
 ) -> Outcome:
     """Run Codex on the prompt; once more with the strict format reminder when the answer
     is not a review. `render(strict)` builds the prompt."""
-    kwargs: dict[str, Any] = {
-        "cwd": cwd,
-        "env": env,
-        "out": out,
-        "log_dir": log_dir,
-        "timeout": timeout,
-        "model": model,
-        "beat": beat,
-        "beat_every": beat_every,
-    }
     first = run_once(render(False), **kwargs)
     if first.ok or first.reason is None or not first.reason.startswith("Codex's answer"):
         return first

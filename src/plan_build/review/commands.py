@@ -5,10 +5,10 @@ user must act on; "blocked" outcomes use exit 6."""
 from __future__ import annotations
 
 import contextlib
-import json as _json
 from collections.abc import Iterator
 from typing import Any
 
+from plan_build import jsonout
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError, usage
 from plan_build.fsutil import atomic_write
@@ -199,7 +199,7 @@ def review_plan(s: Session, *, plan: str | None, workflow: str | None, focus: st
     ctx = context(s, workflow)
     res = _resolve(ctx)
     if res.workflow is None:
-        _create(ctx, res, plan, focus)
+        _create(ctx, plan, focus)
         return
     if res.workflow.phase != "plan":
         raise usage(
@@ -214,7 +214,7 @@ def review_plan(s: Session, *, plan: str | None, workflow: str | None, focus: st
         _review_or_describe(ctx, wf, wdir, focus)
 
 
-def _create(ctx: ReviewContext, res: Resolution, plan: str | None, focus: str | None) -> None:
+def _create(ctx: ReviewContext, plan: str | None, focus: str | None) -> None:
     require_codex(ctx)
     session = ctx.session()
     if plan is not None:
@@ -346,7 +346,7 @@ def _report(ctx: ReviewContext, res: Resolution) -> report.Report:
 
 
 def _print_json(s: Session, data: dict[str, Any]) -> None:
-    s.stdout.write(_json.dumps(data, indent=2) + "\n")
+    jsonout.write(s.stdout, data)
     s.stdout.flush()
 
 
@@ -371,7 +371,7 @@ def review_status(s: Session, *, workflow: str | None, json: bool, summary: bool
     if json:
         _print_json(s, report.as_json(ctx, r))
     elif summary:
-        report.print_summary(ctx, r, ctx.console)
+        report.print_summary(r, ctx.console)
     else:
         report.print_status(ctx, r, ctx.console)
     if not r.view.wf.active and not json:

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plan_build import claudesessions as sessions
 from plan_build import gitrepo, proc
 from plan_build.checks import Check, to_json
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError
-from plan_build.review import sessions
 from plan_build.review.layout import WorkflowDir, find_root
 from plan_build.review.ledger import Ledger
 from plan_build.review.lock import holder, is_stale

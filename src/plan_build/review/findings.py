@@ -131,7 +131,7 @@ def _decision_in_line(line: str, line_no: int) -> Decision | None:
     return Decision(m.group(1), line_no) if m else None
 
 
-def decisions(findings: Sequence[Finding], text: str, path: Path) -> dict[str, Decision | None]:
+def decisions(findings: Sequence[Finding], text: str) -> dict[str, Decision | None]:
     """Each finding's decision in a findings file, or None when it has none.
 
     For every line that names the id, that line and up to WINDOW lines after it are searched,

@@ -15,6 +15,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from plan_build import clock
 from plan_build.errors import usage
 from plan_build.fsutil import confine
 
@@ -44,7 +45,7 @@ def new_id(now: _dt.datetime) -> str:
 
 def stamp(now: _dt.datetime) -> str:
     """RFC 3339 UTC with whole seconds and a Z, as both tools write it."""
-    return now.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return clock.stamp(now)
 
 
 def find_root(cwd: Path, repo_root: Path) -> Path:

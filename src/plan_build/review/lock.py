@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
+from plan_build.claudesessions import create_time, pid_alive
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.review.layout import WorkflowDir, guard
-from plan_build.review.sessions import create_time, pid_alive
 
 FRESH = 5.0  # seconds a lock without a pid file is presumed to be mid-creation
 DIR_MODE = 0o755
@@ -110,7 +110,7 @@ class WorkflowLock:
         self.release()
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
+def _interrupt(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 

@@ -163,7 +163,7 @@ def print_status(ctx: ReviewContext, r: Report, console: Console) -> None:
             console.say(f"  - {p.text}")
 
 
-def print_summary(ctx: ReviewContext, r: Report, console: Console) -> None:
+def print_summary(r: Report, console: Console) -> None:
     wf = r.view.wf
     for label, value in (
         ("Workflow", wf.id),

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from plan_build.claudesessions import ClaudeSession, live_session_ids
 from plan_build.errors import ExitCode, PlanBuildError, usage
 from plan_build.fsutil import atomic_write
 from plan_build.review.layout import WorkflowDir, check_id, workflows_dir
-from plan_build.review.sessions import ClaudeSession, live_session_ids
 from plan_build.review.workflow import (
     Skipped,
     Workflow,

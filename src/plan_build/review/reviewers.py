@@ -13,12 +13,12 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plan_build import proc
 from plan_build.fsutil import atomic_write
-from plan_build.proc import quote
 from plan_build.ui import Console
 
 LOG_MODE = 0o600
@@ -182,11 +182,44 @@ def end_live_line(console: Console) -> None:
         console.stream.flush()
 
 
+def run_timed(
+    name: str,
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    log_dir: Path,
+    shown: list[str] | None = None,
+    input: str | None = None,
+    cancel: threading.Event | None = None,
+    last: Callable[[str], str] | None = None,
+) -> proc.Completed | Outcome:
+    """Run a reviewer. Outliving `timeout` makes it skipped, not failed:
+    the output so far is kept in the log and `last(stdout)`, when given, names what it said
+    last. `shown` is the argv as logged (Codex's prompt argument is left out)."""
+    shown = argv if shown is None else shown
+    try:
+        return proc.run(
+            argv,
+            cwd=cwd,
+            env=env,
+            timeout=timeout,
+            input=input,
+            cancel=cancel,
+        )
+    except proc.CommandTimeout as exc:
+        said = last(exc.stdout) if last else ""
+        log = keep_log(log_dir, name, shown, exc.stdout, "")
+        reason = f"timed out after {duration(timeout)}" + (f" (last: {said})" if said else "")
+        return Outcome(name, "skipped", reason, seconds=timeout, argv=shown, log=log)
+
+
 def keep_log(directory: Path, name: str, argv: Sequence[str], stdout: str, stderr: str) -> Path:
     """Keep a failed call's output beside the artifacts (mode 0600), as codex-review does."""
     digits = str(secrets.randbelow(10**12)).zfill(12)
     path = directory / f"{name}-exec.{digits}.log"
-    body = f"$ {quote(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}\n"
+    body = f"$ {proc.quote(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}\n"
     atomic_write(path, body, mode=LOG_MODE)
     return path
 
@@ -203,5 +236,6 @@ __all__ = [
     "findings_state",
     "heartbeat_every",
     "keep_log",
+    "run_timed",
     "tail",
 ]

@@ -91,7 +91,7 @@ def prior_findings(wdir: WorkflowDir, phase: str, round: int) -> list[prompts.Pr
     found = extract(review)
     path = wdir.findings(phase, round - 1)
     responses = read_optional(path)
-    decided = decisions(found, responses, path) if responses else {}
+    decided = decisions(found, responses) if responses else {}
     out = []
     for f in found:
         d = decided.get(f.id)

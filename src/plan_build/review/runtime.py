@@ -10,17 +10,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from plan_build import claudesessions as sessions
+from plan_build import clock, gitrepo, snapshot
 from plan_build import config as config_mod
-from plan_build import gitrepo, snapshot
 from plan_build.context import Session
 from plan_build.interact import Interaction
-from plan_build.review import sessions
 from plan_build.review.layout import WORKFLOWS, find_root
 from plan_build.ui import Console
 
-
-def utc_now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.UTC)
+utc_now = clock.now  # the review clock a test may replace (ReviewContext.clock)
 
 
 REVIEW_STATE = WORKFLOWS.parent  # .claude/codex-review

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from plan_build import claudesessions as sessions
 from plan_build.gitrepo import Repo
-from plan_build.review import sessions
 from plan_build.review.layout import WorkflowDir, find_root
 from plan_build.review.records import load_approval
 from plan_build.review.resolution import resolve

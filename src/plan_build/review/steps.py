@@ -119,7 +119,7 @@ def view_of(
     if view.reviewed:
         view.findings = extract(review or "")
         if responses is not None:
-            view.decisions = decisions(view.findings, responses, view.findings_path)
+            view.decisions = decisions(view.findings, responses)
     if wf.status == "completed":
         view.step = Step.COMPLETED
     elif wf.status == "cancelled":

@@ -239,7 +239,7 @@ def interruptible(*streams: Any) -> Iterator[None]:
     saved = _save_terminal(streams)
     fired = False
 
-    def handler(signum: int, frame: FrameType | None) -> None:
+    def handler(_signum: int, _frame: FrameType | None) -> None:
         nonlocal fired
         if fired:  # already unwinding: let the cleanup finish
             return

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from plan_build import __version__, config, proc
+from plan_build import __version__, config, jsonout, proc
 from plan_build.checks import Probe, run_concurrently
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError
@@ -94,7 +93,7 @@ def _recipe() -> dict[str, Any] | None:
 def show(session: Session, *, as_json: bool) -> None:
     data = collect(session)
     if as_json:
-        session.stdout.write(json.dumps(data, indent=2) + "\n")
+        jsonout.write(session.stdout, data)
         return
     con = session.console
     ident = data["identity"]

@@ -185,12 +185,3 @@ def offer(session: Session, repo: Repo, proposal: str | None = None) -> NoReturn
         )
     write(repo, proposal)
     raise created(proposal)
-
-
-def memory_env(value: str, *, degraded: bool) -> dict[str, str]:
-    """What Claude (and the Codex processes it starts) must see for one memory scope."""
-    return {
-        "AGENTMEMORY_PROJECT_NAME": value,
-        "AGENTMEMORY_INJECT_CONTEXT": "false" if degraded else "true",
-        "PLAN_BUILD_MEMORY_MODE": "degraded" if degraded else "required",
-    }

@@ -126,12 +126,12 @@ def _applies(entry: Mapping[str, Any], cwd: Path) -> bool:
         return False
 
 
-def codex_config_path(env: Mapping[str, str], home: Path) -> str:
+def codex_config_path(env: Mapping[str, str]) -> str:
     codex_home = env.get("CODEX_HOME")
     return os.path.join(codex_home, "config.toml") if codex_home else "~/.codex/config.toml"
 
 
-def codex_check(plugin: str, env: Mapping[str, str], cwd: Path, home: Path) -> Check:
+def codex_check(plugin: str, env: Mapping[str, str], cwd: Path) -> Check:
     cid = _check_id("codex", plugin)
     data, problem, fix = _list("codex", env, cwd)
     if problem is None and not (isinstance(data, dict) and isinstance(data.get("installed"), list)):
@@ -148,7 +148,7 @@ def codex_check(plugin: str, env: Mapping[str, str], cwd: Path, home: Path) -> C
             cid,
             "fail",
             f"{plugin} is installed but disabled",
-            f'set enabled = true under [plugins."{plugin}"] in {codex_config_path(env, home)}',
+            f'set enabled = true under [plugins."{plugin}"] in {codex_config_path(env)}',
             degradable=True,
             cause="disabled",
         )

@@ -6,19 +6,19 @@ terminal the user chooses retry / continue degraded / stop, without one the run 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from plan_build import __version__, proc
+from plan_build import agentmemory as memory
 from plan_build.checks import Check, Probe, run_concurrently, timed, to_json
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, discover
 from plan_build.interact import Choice
-from plan_build.startup import memory, plugins
+from plan_build.startup import plugins
 
 Mode = Literal["standard", "architect"]
 VERSION_TIMEOUT = 10.0
@@ -207,9 +207,7 @@ def check_yolo_root(session: Session) -> Check:
 def memory_probes(session: Session, opts: Options) -> list[Probe]:
     claude_plugins = ["agentmemory@agentmemory"]
     probes: list[Probe] = [
-        lambda: plugins.codex_check(
-            "agentmemory@agentmemory", session.env, session.cwd, session.home
-        ),
+        lambda: plugins.codex_check("agentmemory@agentmemory", session.env, session.cwd),
         lambda: memory.check_server(session.env, session.home),
     ]
     if opts.mode == "standard":
@@ -369,8 +367,4 @@ def blocked(failures: Sequence[Check]) -> PlanBuildError:
     )
 
 
-def dumps(report: Report) -> str:
-    return json.dumps(report.as_json(), indent=2)
-
-
-__all__ = ["Mode", "Options", "Report", "dumps", "render", "run", "settle"]
+__all__ = ["Mode", "Options", "Report", "render", "run", "settle"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from plan_build import clock
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.fsutil import confine, fsync_dir
 
@@ -33,8 +34,7 @@ def present(root: Path) -> list[str]:
 
 
 def stamp(now: dt.datetime | None = None) -> str:
-    now = now or dt.datetime.now(dt.UTC)
-    return now.strftime("%Y%m%dT%H%M%SZ")
+    return clock.compact(now)
 
 
 def archive(root: Path, *, now: dt.datetime | None = None, dry_run: bool = False) -> Archive:

@@ -18,12 +18,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from plan_build import proc
+from plan_build import agentmemory as memory
+from plan_build import jsonout, proc
 from plan_build.checks import Check
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.interact import Choice
-from plan_build.startup import codexconfig, memory, plugins, preflight, sources
+from plan_build.startup import codexconfig, plugins, preflight, sources
 
 Status = Literal["ok", "failed", "skipped", "declined", "not_run"]
 NPM_TIMEOUT = 900.0
@@ -352,7 +353,7 @@ def claude_steps(p: Planner, tool_step: str | None) -> None:
                     needs=base,
                     remedy=_claude_disabled_remedy(p, plugin, own),
                     action=partial(p.run_argv, argv, PLUGIN_TIMEOUT),
-                    verify=partial(claude_problem, p, plugin, own),
+                    verify=partial(claude_problem, p, plugin),
                 )
             )
             continue
@@ -388,7 +389,7 @@ def claude_steps(p: Planner, tool_step: str | None) -> None:
                 needs=needs,
                 remedy=_claude_disabled_remedy(p, plugin, scope),
                 action=partial(p.run_argv, argv, PLUGIN_TIMEOUT),
-                verify=partial(claude_problem, p, plugin, scope),
+                verify=partial(claude_problem, p, plugin),
             )
         )
 
@@ -409,7 +410,7 @@ def _claude_disabled_remedy(p: Planner, plugin: str, scope: str) -> str:
     )
 
 
-def claude_problem(p: Planner, plugin: str, scope: str) -> str | None:
+def claude_problem(p: Planner, plugin: str) -> str | None:
     mine = claude_entries(p, plugin)
     if not mine:
         return f"{plugin} is still not listed by `claude plugin list --json`"
@@ -839,7 +840,7 @@ def run(session: Session, opts: Options) -> None:
     def emit(final: preflight.Report | None) -> None:
         if opts.json:
             data["report"] = final.as_json() if final else None
-            session.stdout.write(json.dumps(data, indent=2) + "\n")
+            jsonout.write(session.stdout, data)
             session.stdout.flush()
 
     if opts.dry_run:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NoReturn
 
+from plan_build import agentmemory
 from plan_build.context import Session
 from plan_build.delivery import baseline
 from plan_build.errors import ExitCode, PlanBuildError
@@ -58,7 +59,7 @@ def start(session: Session, req: Request) -> None:
         context.update(
             architect_context(session, repo, new=req.new, dry_run=True, announce=req.dry_run)
         )
-    env_added = identity.memory_env(project_id, degraded=report.memory_mode == "degraded")
+    env_added = agentmemory.memory_env(project_id, degraded=report.memory_mode == "degraded")
     if session.resources.release_path is not None:
         env_added["PLAN_BUILD_RELEASE"] = str(session.resources.release_path)
     if session_id is not None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json as _json
 from typing import TYPE_CHECKING, Any
 
 from invoke.context import Context
 from invoke.exceptions import Exit
 
+from plan_build import jsonout
 from plan_build.cli import command
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
@@ -38,7 +38,7 @@ def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
     if stats:
         summary = telemetry.stats(repo.state_dir)
         if json:
-            session.stdout.write(_json.dumps(summary, indent=2, sort_keys=True) + "\n")
+            jsonout.write(session.stdout, summary)
         else:
             for line in stats_lines(summary):
                 session.console.say(line)
@@ -54,7 +54,7 @@ def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
             "tasks": [t.as_json() for t in tf.tasks],
             "problems": [p.as_json() for p in tf.problems],
         }
-        session.stdout.write(_json.dumps(payload, indent=2) + "\n")
+        jsonout.write(session.stdout, payload)
     else:
         for line in task_lines(tf):
             session.console.say(line)
@@ -174,7 +174,7 @@ def dispatch(
     session = Session.from_process()
 
     def interrupted(partial: Any) -> None:
-        session.stdout.write(_json.dumps(partial.as_json(), indent=2) + "\n")
+        jsonout.write(session.stdout, partial.as_json())
 
     result = step.run(
         session,
@@ -184,7 +184,7 @@ def dispatch(
         on_interrupt=interrupted if json else None,
     )
     if json:
-        session.stdout.write(_json.dumps(result.as_json(), indent=2) + "\n")
+        jsonout.write(session.stdout, result.as_json())
     if result.exit_code != ExitCode.OK:
         raise Exit(code=int(result.exit_code))  # the step already said why, on stderr
 

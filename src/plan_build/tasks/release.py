@@ -7,12 +7,12 @@ short human report on stderr (or JSON on stdout with --json).
 from __future__ import annotations
 
 import datetime as dt
-import json as _json
 from pathlib import Path
 from typing import Any
 
 from invoke.collection import Collection
 
+from plan_build import jsonout
 from plan_build.cli import command
 from plan_build.context import Session
 
@@ -27,7 +27,7 @@ def _store(session: Session) -> Any:
 
 
 def _emit(session: Session, data: object) -> None:
-    session.stdout.write(_json.dumps(data, indent=2, sort_keys=True) + "\n")
+    jsonout.write(session.stdout, data)
     session.stdout.flush()
 
 

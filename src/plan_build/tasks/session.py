@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from plan_build import jsonout
 from plan_build.cli import command
 from plan_build.context import Session
 from plan_build.errors import usage
@@ -56,7 +57,7 @@ def preflight(c: Any, mode: str = "standard", json: bool = False) -> None:
     session = Session.from_process()
     report = pf.run(session, pf.Options(mode=mode, need_terminal=False))  # type: ignore[arg-type]
     if json:
-        session.stdout.write(pf.dumps(report) + "\n")
+        jsonout.write(session.stdout, report.as_json())
     else:
         session.console.say(pf.render(report, session))
     if not report.ok:

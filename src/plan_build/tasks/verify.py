@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json as _json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from plan_build import jsonout
 from plan_build.cli import command
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError, usage
@@ -27,7 +27,7 @@ def _open() -> tuple[Session, Repo]:
 
 
 def _print_json(session: Session, data: Any) -> None:
-    session.stdout.write(_json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    jsonout.write(session.stdout, data)
     session.stdout.flush()
 
 

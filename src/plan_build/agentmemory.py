@@ -180,3 +180,12 @@ def _short(value: object) -> str:
 
 
 __all__ = ["base_url", "check_server", "get", "resolve_secret"]
+
+
+def memory_env(value: str, *, degraded: bool) -> dict[str, str]:
+    """What Claude (and the Codex processes it starts) must see for one memory scope."""
+    return {
+        "AGENTMEMORY_PROJECT_NAME": value,
+        "AGENTMEMORY_INJECT_CONTEXT": "false" if degraded else "true",
+        "PLAN_BUILD_MEMORY_MODE": "degraded" if degraded else "required",
+    }
