@@ -13,8 +13,11 @@ import pytest
 from plan_build import gitrepo
 from plan_build.errors import ExitCode, PlanBuildError
 
-PROBE = ["git", "rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--is-inside-work-tree"]
-WHERE = ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
+# As plan-build runs them: every git call carries the read-only-index options (git_argv).
+PROBE = gitrepo.git_argv(
+    ["rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--is-inside-work-tree"]
+)
+WHERE = gitrepo.git_argv(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"])
 
 
 def refused(tmp_path: Path) -> PlanBuildError:
