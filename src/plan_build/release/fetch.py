@@ -138,6 +138,10 @@ def _check_listing(raw: bytes, pin: str | None, where: str, present: set[str]) -
     return check_listed(raw, present, where, limits.REFUSED_FIX)
 
 
+def _corrupt(where: str, exc: BaseException) -> errors.PlanBuildError:
+    return invalid(f"{where} is truncated or corrupt ({exc})", "download or build the bundle again")
+
+
 def _check_manifest_size(size: int, where: str) -> None:
     if size > limits.MAX_MANIFEST:
         raise invalid(
@@ -161,9 +165,7 @@ def _copy_checked(
             try:
                 chunk = source.read(CHUNK)
             except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-                raise invalid(
-                    f"{where} is truncated or corrupt ({exc})", "download or build the bundle again"
-                ) from None
+                raise _corrupt(where, exc) from None
             if not chunk:
                 return
             seen += len(chunk)
@@ -267,9 +269,7 @@ def _next(tar: tarfile.TarFile, where: str) -> tarfile.TarInfo | None:
     except limits.HeaderRefused as exc:
         raise limits.header_refusal(exc, where) from None
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise invalid(
-            f"{where} is truncated or corrupt ({exc})", "download or build the bundle again"
-        ) from None
+        raise _corrupt(where, exc) from None
 
 
 def _members(tar: tarfile.TarFile, where: str, tally: limits.Tally) -> dict[str, tarfile.TarInfo]:
@@ -319,9 +319,7 @@ def _open_member(tar: tarfile.TarFile, info: tarfile.TarInfo, where: str) -> IO[
     try:
         handle = tar.extractfile(info)
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise invalid(
-            f"{where} is truncated or corrupt ({exc})", "download or build the bundle again"
-        ) from None
+        raise _corrupt(where, exc) from None
     if handle is None:  # pragma: no cover - _members keeps regular files only
         raise invalid(f"{where}: {info.name} is not a file")
     return handle
@@ -332,9 +330,7 @@ def _read(tar: tarfile.TarFile, info: tarfile.TarInfo, where: str) -> bytes:
     try:
         data = _open_member(tar, info, where).read()
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise invalid(
-            f"{where} is truncated or corrupt ({exc})", "download or build the bundle again"
-        ) from None
+        raise _corrupt(where, exc) from None
     if len(data) != info.size:
         raise invalid(f"{where} is truncated ({info.name} is cut short)", "download it again")
     return data
