@@ -113,6 +113,51 @@ def worktree_tree(repo: Repo, *, exclude: Sequence[str] = TOOL_STATE) -> str:
         return repo.git("write-tree", env=env).stdout.strip()
 
 
+class Rescan:
+    """Snapshots of one work tree taken again and again through one kept private index.
+
+    After the first snapshot the private index holds fresh stat data for every file, so a
+    later `git add -A` hashes only files that changed since: the second snapshot costs about
+    what `git status` does, and is exact in the same way (git re-reads "racily clean" files;
+    the index file keeps the mtime git compares them with). If the user's index changed in
+    between (a `git add`, `git rm --cached`: what is tracked decides what an ignored file
+    does), the next snapshot starts again from a fresh copy of it.
+    """
+
+    def __init__(self, repo: Repo, exclude: Sequence[str] = TOOL_STATE) -> None:
+        self.repo = repo
+        self.exclude = tuple(exclude)
+        self._tmp = tempfile.TemporaryDirectory(prefix="plan-build-index-")
+        self._index = Path(self._tmp.name) / "index"
+        self._seed: tuple[int, int, int, int] | None = None
+
+    def __enter__(self) -> Rescan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._tmp.cleanup()
+
+    def _seed_stat(self) -> tuple[int, int, int, int]:
+        try:
+            st = index_file(self.repo).stat()
+        except FileNotFoundError:
+            return (0, 0, 0, 0)
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def tree(self) -> str:
+        """The tree id of the whole work tree as it is now (as `worktree_tree`)."""
+        seed = self._seed_stat()
+        if seed != self._seed or not self._index.exists():
+            self._index.unlink(missing_ok=True)
+            if seed != (0, 0, 0, 0):
+                shutil.copy2(index_file(self.repo), self._index)  # mtime kept: see temp_index
+            self._seed = seed
+        env = git_env()
+        env["GIT_INDEX_FILE"] = str(self._index)
+        _add_all(self.repo, env, self.exclude)
+        return self.repo.git("write-tree", env=env).stdout.strip()
+
+
 def index_tree(repo: Repo) -> str:
     """The tree id of the user's staged state (read-only: the real index is copied first)."""
     if not index_file(repo).exists():
@@ -130,6 +175,7 @@ def changed_paths(repo: Repo, old_tree: str, new_tree: str) -> list[str]:
 __all__ = [
     "EMPTY_TREE",
     "TOOL_STATE",
+    "Rescan",
     "Snapshot",
     "capture",
     "changed_paths",

@@ -64,6 +64,9 @@ class Baseline:
     committed: str | None = None  # the commit plan-build made for this session, once made
     committed_at: str | None = None
     approved: str | None = None  # how the commit's approval was confirmed (never an agent)
+    # paths whose uncommitted changes predate the session (HEAD tree vs work-tree tree): both
+    # trees are fixed, so it is counted once here, not on every `status` (None: not recorded)
+    pre_existing: int | None = None
 
     @property
     def ref(self) -> str:
@@ -79,6 +82,9 @@ class Baseline:
         missing = [k for k in (*required, "worktree_tree", "pin") if not fields[k]]
         if missing:
             raise ValueError(f"missing {', '.join(missing)}")
+        count = fields["pre_existing"]
+        if type(count) is not int or count < 0:  # absent, or not a count: counted again
+            fields["pre_existing"] = None
         return cls(**fields)
 
 
@@ -199,6 +205,7 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
     head, head_tree = head_and_tree(repo)
     branch = repo.branch()
     snap = snapshot.capture(repo)
+    pre_existing = len(snapshot.changed_paths(repo, head_tree, snap.worktree_tree))
     if repo.head() != head:
         raise PlanBuildError(
             "HEAD moved while the baseline was being taken",
@@ -217,6 +224,7 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
         worktree_tree=snap.worktree_tree,
         pin="",
         mode=mode,
+        pre_existing=pre_existing,
     )
     parents = [head] if head else []
     if snap.staged_tree != head_tree:  # keep the staged tree reachable too
@@ -248,6 +256,13 @@ def save(repo: Repo, base: Baseline) -> None:
         repo.in_state(meta_path(repo, base.id)),
         json.dumps(base.as_json(), indent=2, sort_keys=True) + "\n",
     )
+
+
+def pre_existing(repo: Repo, base: Baseline) -> int:
+    """How many paths had uncommitted changes when the session began (kept apart)."""
+    if base.pre_existing is not None:
+        return base.pre_existing
+    return len(snapshot.changed_paths(repo, base.head_tree, base.worktree_tree))
 
 
 def _ref_target(repo: Repo, ref: str) -> str | None:
@@ -360,6 +375,7 @@ __all__ = [
     "load",
     "mark_committed",
     "new_id",
+    "pre_existing",
     "require_settled",
     "validate_id",
 ]
