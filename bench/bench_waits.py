@@ -36,6 +36,7 @@ from _common import (
     build_repo,
     build_review_repo,
     command,
+    compile_checkout,
     env_with,
     git,
 )
@@ -254,6 +255,7 @@ def main() -> None:
     runs = 5 if args.quick else 11
     only = set(filter(None, args.only.split(",")))
     py = sys.executable
+    compile_checkout()
     load = os.getloadavg()
     print(
         f"waits: ratio of medians of {runs} alternating rounds; load average "

@@ -133,9 +133,7 @@ def test_a_command_that_rewrites_files_fails_stability(session: Path) -> None:
         ),
     ],
 )
-def test_stability_sees_any_change_while_verifying(
-    session: Path, script: str, moved: str
-) -> None:
+def test_stability_sees_any_change_while_verifying(session: Path, script: str, moved: str) -> None:
     """The second snapshot reuses the first one's private index (issue 15): it must still see
     every change a check makes, even one that keeps the file's size within the same second."""
     (session / ".gitignore").write_text("*.log\n")
