@@ -131,6 +131,7 @@ def test_a_command_that_rewrites_files_fails_stability(session: Path) -> None:
             "check=True)",
             "build.log",
         ),
+        ("open('.git/info/exclude','a').write('notes.txt\\n')", "notes.txt"),
     ],
 )
 def test_stability_sees_any_change_while_verifying(session: Path, script: str, moved: str) -> None:
@@ -142,6 +143,7 @@ def test_stability_sees_any_change_while_verifying(session: Path, script: str, m
     git(session, "commit", "-qm", "log")
     r = gitrepo.discover(session)
     baseline.capture(r, session_id="s2")
+    (session / "notes.txt").write_text("the session's untracked note\n")
     configure(session, [{"name": "fmt", "argv": [PY, "-c", script]}])
     report = verify_mod.run(
         r, baseline.load(r, "s2"), config=config.load(session), env=dict(os.environ)

@@ -121,7 +121,8 @@ class Rescan:
     what `git status` does, and is exact in the same way (git re-reads "racily clean" files;
     the index file keeps the mtime git compares them with). If the user's index changed in
     between (a `git add`, `git rm --cached`: what is tracked decides what an ignored file
-    does), the next snapshot starts again from a fresh copy of it.
+    does), or .git/info/exclude did, the next snapshot starts again from a fresh copy of it.
+    (A .gitignore is part of the tree, so editing one is itself a change.)
     """
 
     def __init__(self, repo: Repo, exclude: Sequence[str] = TOOL_STATE) -> None:
@@ -129,7 +130,7 @@ class Rescan:
         self.exclude = tuple(exclude)
         self._tmp = tempfile.TemporaryDirectory(prefix="plan-build-index-")
         self._index = Path(self._tmp.name) / "index"
-        self._seed: tuple[int, int, int, int] | None = None
+        self._seed: tuple[tuple[int, int, int, int], ...] | None = None
 
     def __enter__(self) -> Rescan:
         return self
@@ -137,19 +138,25 @@ class Rescan:
     def __exit__(self, *exc: object) -> None:
         self._tmp.cleanup()
 
-    def _seed_stat(self) -> tuple[int, int, int, int]:
-        try:
-            st = index_file(self.repo).stat()
-        except FileNotFoundError:
-            return (0, 0, 0, 0)
-        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    def _seed_stat(self) -> tuple[tuple[int, int, int, int], ...]:
+        """The user's index and the repository's exclude file, by stat: if either changed,
+        what is tracked or ignored may have, so the next snapshot starts afresh."""
+        out = []
+        for path in (index_file(self.repo), self.repo.common_dir / "info" / "exclude"):
+            try:
+                st = path.stat()
+            except OSError:
+                out.append((0, 0, 0, 0))
+                continue
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        return tuple(out)
 
     def tree(self) -> str:
         """The tree id of the whole work tree as it is now (as `worktree_tree`)."""
         seed = self._seed_stat()
         if seed != self._seed or not self._index.exists():
             self._index.unlink(missing_ok=True)
-            if seed != (0, 0, 0, 0):
+            if index_file(self.repo).exists():
                 shutil.copy2(index_file(self.repo), self._index)  # mtime kept: see temp_index
             self._seed = seed
         env = git_env()

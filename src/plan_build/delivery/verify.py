@@ -8,10 +8,12 @@ passing record for the tree it is about to commit.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
 import re
+import threading
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -555,6 +557,12 @@ def run_command(
 # --- the step ---------------------------------------------------------------------------
 
 
+def _warm_scanner() -> None:
+    """Build the secret scanner ahead of its check (which reports any failure itself)."""
+    with contextlib.suppress(Exception):
+        secretscan.canary_caught()
+
+
 def run(
     repo: Repo,
     base: Baseline,
@@ -567,6 +575,10 @@ def run(
     """Verify the intended change as it is now; record and return the report."""
     commands = commands_from(config)  # bad configuration fails before anything runs
     baseline_mod.require_settled(repo, "verify")
+    # detect-secrets (and the requests it pulls in) takes a large share of verify's time to
+    # import: load it on the other core while git snapshots the work tree
+    warm = threading.Thread(target=_warm_scanner, daemon=True)
+    warm.start()
     with snapshot.Rescan(repo) as scan:
         change = change_mod.compute(repo, base, tree=scan.tree())
         mode = detect_mode(repo, base, change.tree, mode_flag)
@@ -596,6 +608,7 @@ def run(
             silenced.extend(allowlisted)
             return found
 
+        warm.join()
         rows += checks.run_concurrently(
             [
                 lambda: check_diff(repo, change),
