@@ -15,11 +15,13 @@ Everything after this step compares against the baseline: the intended change is
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import re
 import secrets
+import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -205,8 +207,17 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
     head, head_tree = head_and_tree(repo)
     branch = repo.branch()
     snap = snapshot.capture(repo)
-    pre_existing = len(snapshot.changed_paths(repo, head_tree, snap.worktree_tree))
+    # the "kept apart" count needs only the two trees: git counts it while the pin is made
+    counted: list[int] = []
+
+    def count() -> None:
+        with contextlib.suppress(Exception):  # not recorded: `status` counts it when asked
+            counted.append(len(snapshot.changed_paths(repo, head_tree, snap.worktree_tree)))
+
+    counter = threading.Thread(target=count, daemon=True)
+    counter.start()
     if repo.head() != head:
+        counter.join()
         raise PlanBuildError(
             "HEAD moved while the baseline was being taken",
             "wait for the other git command to finish, then retry",
@@ -224,7 +235,6 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
         worktree_tree=snap.worktree_tree,
         pin="",
         mode=mode,
-        pre_existing=pre_existing,
     )
     parents = [head] if head else []
     if snap.staged_tree != head_tree:  # keep the staged tree reachable too
@@ -241,12 +251,15 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
     pinned = repo.git(
         "update-ref", "-m", f"plan-build baseline {sid}", base.ref, pin, ZERO_OID, check=False
     )
+    counter.join()
     if not pinned.ok:  # the ref appeared meanwhile: never overwrite another session's pin
         raise PlanBuildError(
             f"session {sid} already has a baseline",
             "leave the id out and plan-build picks a new one",
             code=ExitCode.USAGE,
         )
+    # not in the pin's message (made meanwhile): a baseline recovered from it counts again
+    base = replace(base, pre_existing=counted[0] if counted else None)
     save(repo, base)
     return base
 
@@ -308,6 +321,7 @@ def load(repo: Repo, session_id: str) -> Baseline:
         base = Baseline.from_json({**data, "pin": target})
     except (ValueError, TypeError) as exc:
         raise _damaged(sid, "its metadata cannot be recovered") from exc
+    base = replace(base, pre_existing=pre_existing(repo, base))  # not in the pin's message
     save(repo, base)
     return base
 
