@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -65,16 +66,31 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of its finished children (user + system)."""
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def alternate(fns: Mapping[str, Callable[[], object]], runs: int) -> dict[str, float]:
-    """Median seconds of each callable, run in turn within each round (after one warm-up
-    round), so a busy machine slows every one of them alike."""
+    """Median wall seconds of each callable (key `name`) and median CPU seconds (key
+    `name.cpu`: less swayed by other load), run in turn within each round after one warm-up
+    round, so a busy machine slows every one of them alike."""
     for fn in fns.values():
         fn()
     samples: dict[str, list[float]] = {k: [] for k in fns}
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(runs):
         for name, fn in fns.items():
+            before = cpu_seconds()
             samples[name].append(timed(fn))
-    return {k: statistics.median(v) for k, v in samples.items()}
+            cpu[name].append(cpu_seconds() - before)
+    out = {k: statistics.median(v) for k, v in samples.items()}
+    out.update({f"{k}.cpu": statistics.median(v) for k, v in cpu.items()})
+    return out
 
 
 def command(argv: Sequence[str], **kwargs: Any) -> Callable[[], float]:

@@ -46,14 +46,21 @@ TRACKED, MODIFIED, UNTRACKED, SESSION_FILES = 20_000, 2_000, 500, 50
 CACHE = Path.home() / ".cache" / "plan-build-contract"
 
 
-def row(name: str, figure: float, reference: str, ref: float, goal: float) -> None:
+def row(
+    name: str, figure: float, reference: str, ref: float, goal: float, *, cpu: str = ""
+) -> None:
     ratio = figure / ref
     verdict = "met" if ratio <= goal else "OVER"
     print(
         f"  {name:<46} {figure * 1000:7.0f} ms  {reference:<28} {ref * 1000:7.0f} ms  "
-        f"{ratio:5.2f}x  (goal <= {goal:g}x: {verdict})",
+        f"{ratio:5.2f}x  (goal <= {goal:g}x: {verdict}){cpu}",
         flush=True,
     )
+
+
+def cpu_ratio(med: dict[str, float], key: str, ref: str = "ref") -> str:
+    """The same ratio in CPU seconds (children included), for a loaded machine."""
+    return f"  [cpu {med[key + '.cpu'] / max(med[ref + '.cpu'], 1e-9):.2f}x]"
 
 
 def skipped(name: str, why: str) -> None:
@@ -72,7 +79,14 @@ def startup(py: str, env: dict[str, str], runs: int) -> None:
     med = alternate(
         {"ref": invoke, "pb": command([py, "-m", "plan_build", "--version"], env=env)}, runs
     )
-    row("plan-build --version", med["pb"], 'python -c "import invoke"', med["ref"], 1.05)
+    row(
+        "plan-build --version",
+        med["pb"],
+        'python -c "import invoke"',
+        med["ref"],
+        1.05,
+        cpu=cpu_ratio(med, "pb"),
+    )
 
 
 def review_status(py: str, tmp: Path, runs: int) -> None:
@@ -98,6 +112,7 @@ def review_status(py: str, tmp: Path, runs: int) -> None:
         'python -c "import invoke"',
         med["ref"],
         1.3,
+        cpu=cpu_ratio(med, "pb"),
     )
 
 
@@ -135,7 +150,7 @@ def preflight(py: str, tmp: Path, runs: int) -> None:
             },
             runs,
         )
-    row(name, med["pb"], "claude plugin list --json", med["ref"], 1.3)
+    row(name, med["pb"], "claude plugin list --json", med["ref"], 1.3, cpu=cpu_ratio(med, "pb"))
 
 
 @contextlib.contextmanager
@@ -199,6 +214,7 @@ def delivery(py: str, tmp: Path, runs: int) -> None:
         "git status --porcelain",
         med["ref"],
         2.2,
+        cpu=cpu_ratio(med, "floor"),
     )
     row(
         f"baseline, {TRACKED // 1000}k files, in process",
@@ -206,6 +222,7 @@ def delivery(py: str, tmp: Path, runs: int) -> None:
         "git status --porcelain",
         med["ref"],
         2.2,
+        cpu=cpu_ratio(med, "baseline"),
     )
     row(
         "status (intended change), in process",
@@ -213,11 +230,19 @@ def delivery(py: str, tmp: Path, runs: int) -> None:
         "git status --porcelain",
         med["ref"],
         2.2,
+        cpu=cpu_ratio(med, "status"),
     )
     env = env_with(PLAN_BUILD_SESSION=sid, HOME=str(tmp / "home"))
     verify_argv = [py, "-m", "plan_build", "verify"]
     med = alternate({"ref": porcelain, "verify": command(verify_argv, cwd=root, env=env)}, runs)
-    row("verify, as a process", med["verify"], "git status --porcelain", med["ref"], 5)
+    row(
+        "verify, as a process",
+        med["verify"],
+        "git status --porcelain",
+        med["ref"],
+        5,
+        cpu=cpu_ratio(med, "verify"),
+    )
 
 
 PEAK = """
