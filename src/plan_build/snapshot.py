@@ -58,15 +58,18 @@ def temp_index(
 
 def _may_hold(index: Path, paths: Sequence[str]) -> bool:
     """False only when the index certainly has no entry at or under any of `paths`: a version
-    2/3 index spells every path out in full (version 4 compresses them, and a split index keeps
-    its entries elsewhere, so those always answer True). Saves a `git rm` on each snapshot."""
+    2/3 index spells every path out in full (version 4 compresses them, a split index keeps its
+    entries elsewhere and a sparse one folds directories into one entry, so those always answer
+    True). Saves a `git rm` on each snapshot."""
     try:
         data = index.read_bytes()
     except FileNotFoundError:
         return False
     except OSError:
         return True
-    if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3) or b"link" in data:
+    if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
+        return True
+    if b"link" in data or b"sdir" in data:  # split or sparse index (or such bytes by chance)
         return True
     return any(os.fsencode(p) in data for p in paths)
 
