@@ -10,7 +10,6 @@ linearly. Figures are printed beside the targets; nothing is asserted.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import io
 import os
 import statistics
@@ -20,71 +19,22 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT))  # tests.support
+from _common import NOW, ROOT, build_review_repo, decisions_text, review_text
+from tests.support.interaction import ScriptedInteraction
 
-from tests.support.interaction import ScriptedInteraction  # noqa: E402
-
-from plan_build.context import Session  # noqa: E402
-from plan_build.resources import locate  # noqa: E402
-from plan_build.review import commands  # noqa: E402
-from plan_build.review.layout import WorkflowDir  # noqa: E402
-from plan_build.review.ledger import HEADER, Ledger  # noqa: E402
-from plan_build.review.steps import inspect  # noqa: E402
-from plan_build.review.workflow import create, save  # noqa: E402
-from plan_build.ui import Console  # noqa: E402
-
-PER_ROUND = 50
-SEVERITIES = ("CRITICAL", "HIGH", "MEDIUM", "LOW")
-NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
-WF_ID = "20261130-120000-abcdef"
+from plan_build.context import Session
+from plan_build.resources import locate
+from plan_build.review import commands
+from plan_build.review.ledger import Ledger
+from plan_build.review.steps import inspect
+from plan_build.review.workflow import save
+from plan_build.ui import Console
 
 
-def ids() -> list[str]:
-    return [f"{SEVERITIES[i % 4]}-{i // 4 + 1}" for i in range(PER_ROUND)]
-
-
-def review_text() -> str:
-    return "".join(
-        f"[{fid}] finding {fid} in src/module_{fid}.py needs attention\n" for fid in ids()
-    )
-
-
-def decisions_text(decision: str) -> str:
-    return "".join(f"### {fid}\nDecision: {decision}\n\n" for fid in ids())
-
-
-def build_ledger(path: Path, rows: int) -> int:
-    """`rows` rows in rounds of 50, in sync with FIX decisions. Returns the last round."""
-    rounds = rows // PER_ROUND
-    lines = [HEADER]
-    for rnd in range(1, rounds + 1):
-        for fid in ids():
-            sev = fid.split("-", 1)[0]
-            lines.append(
-                f"plan\tplan\t{rnd}\tcodex\t{fid}\t{sev}\tfinding {fid} in src/module_{fid}.py "
-                f"needs attention\tFIX\tFIX\tyes\tagreed-fix\t2026-11-30T11:00:00Z\n"
-            )
-    path.write_text("".join(lines))
-    return rounds
-
-
-def setup(base: Path, rows: int) -> tuple[Path, WorkflowDir]:
-    repo = base / f"repo-{rows}"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    wdir = WorkflowDir(repo, WF_ID)
-    wdir.artifacts.mkdir(parents=True)
-    last = build_ledger(wdir.ledger, rows)
-    wf = create(wdir, NOW, "bench")
-    wf.round = last
-    wdir.plan.write_text("# plan\n")
-    wdir.review("plan", last).write_text(review_text())
-    wdir.findings("plan", last).write_text(decisions_text("FIX"))
-    save(wdir, wf, NOW)
-    return repo, wdir
+def setup(base: Path, rows: int) -> tuple[Path, Any]:
+    return build_review_repo(base, rows)
 
 
 def session(repo: Path, home: Path) -> Session:

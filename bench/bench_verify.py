@@ -15,10 +15,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-import _common  # noqa: F401  (puts the checkout on sys.path)
+import _common
+from _common import build_repo, timed
 
 from plan_build import gitrepo
 from plan_build.delivery import baseline
@@ -27,38 +27,6 @@ from plan_build.delivery import verify as verify_mod
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 9
 TRACKED, MODIFIED, UNTRACKED, SCANNED = 20_000, 2_000, 500, 50
-
-
-def body(i: int) -> str:
-    return "".join(f"def f_{i}_{k}(x):\n    return x * {k} + {i}\n\n" for k in range(6))
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
-
-
-def build(root: Path) -> None:
-    git(root, "init", "-q")
-    git(root, "config", "user.name", "bench")
-    git(root, "config", "user.email", "bench@example.com")
-    for i in range(TRACKED):
-        d = root / f"pkg{i // 200:03d}"
-        d.mkdir(exist_ok=True)
-        (d / f"mod{i:05d}.py").write_text(body(i))
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "generated")
-    for i in range(0, TRACKED, TRACKED // MODIFIED):
-        p = root / f"pkg{i // 200:03d}" / f"mod{i:05d}.py"
-        p.write_text(p.read_text() + f"# modified {i}\n")
-    (root / "new").mkdir()
-    for i in range(UNTRACKED):
-        (root / "new" / f"untracked{i:04d}.py").write_text(body(-i))
-
-
-def timed(fn: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 def verdict(value: float, limit: float) -> str:
@@ -70,7 +38,7 @@ def main() -> None:
         root = Path(tmp) / "big"
         root.mkdir()
         t0 = time.perf_counter()
-        build(root)
+        build_repo(root, TRACKED, MODIFIED, UNTRACKED)
         repo = gitrepo.discover(root)
         print(
             f"repository: {TRACKED} tracked, {MODIFIED} modified, {UNTRACKED} untracked "
@@ -78,9 +46,9 @@ def main() -> None:
         )
         base = baseline.capture(repo, session_id="bench")  # also warms caches and objects
         for i in range(SCANNED):  # the session's work: 50 files, one with a planted key
-            (root / "new" / f"session{i:02d}.py").write_text(body(1000 + i))
+            (root / "new" / f"session{i:02d}.py").write_text(_common.body(1000 + i))
         planted = "AKIA" + "QWERTYUIOPASDFGH"
-        (root / "new" / "session00.py").write_text(body(1000) + f'KEY = "{planted}"\n')
+        (root / "new" / "session00.py").write_text(_common.body(1000) + f'KEY = "{planted}"\n')
 
         def status() -> object:
             return subprocess.run(

@@ -132,3 +132,23 @@ def test_objects_with_newlines_in_their_path_are_reported_missing_not_misread(
     head = git(session, "rev-parse", "HEAD^{tree}").strip()
     got = change.read_objects(r, [f"{head}:app.py", f"{head}:a\nb", f"{head}:nope"])
     assert got == [b"a = 1\nb = 2\n", None, None]
+
+
+@pytest.mark.parametrize("recorded", [None, "3", -1, True, 2.5])
+def test_kept_apart_is_counted_again_when_the_baseline_does_not_record_it(
+    session: Path, cli, recorded: object
+) -> None:
+    """The count is recorded at baseline time (issue 15); a baseline written before that, or
+    one whose record says something that is no count, is counted from its trees."""
+    meta = session / ".git" / "plan-build" / "sessions" / "s" / "baseline.json"
+    data = json.loads(meta.read_text())
+    assert data["pre_existing"] == 1
+    if recorded is None:
+        del data["pre_existing"]
+    else:
+        data["pre_existing"] = recorded
+    meta.write_text(json.dumps(data))
+    (session / "mine2.txt").write_text("after the baseline\n")
+    status = json.loads(cli("status", "--json", cwd=session).stdout)
+    assert status["pre_existing"] == 1
+    assert [f["path"] for f in status["change"]["files"]] == ["mine2.txt"]

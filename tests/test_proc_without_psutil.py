@@ -16,7 +16,7 @@ from plan_build import proc
 def test_a_timeout_without_psutil_stops_the_child_and_its_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(proc, "psutil", None)
+    monkeypatch.setitem(sys.modules, "psutil", None)  # `import psutil` now fails
     pids = tmp_path / "pids"
     script = (
         "import os, subprocess, sys, time\n"

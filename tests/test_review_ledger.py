@@ -304,3 +304,42 @@ def test_invalid_utf8_in_other_rows_is_kept(tmp_path: Path) -> None:
     ledger.sync("plan", 1, [entry("LOW-2")], T1)
     ledger.save()
     assert path.read_bytes().startswith(raw)
+
+
+def test_a_large_ledger_is_held_once_while_its_round_is_read_and_synced(tmp_path: Path) -> None:
+    """review.summary at 1M rows must peak under 1.5x the file (issue 15): the ledger's bytes
+    are kept, not bytes plus a decoded copy; a sync that changes nothing copies nothing."""
+    import tracemalloc
+
+    path = tmp_path / "decisions.tsv"
+    body = "".join(
+        row(
+            "plan",
+            "plan",
+            str(r),
+            "codex",
+            f"HIGH-{i}",
+            "HIGH",
+            "naïve text",
+            "FIX",
+            "FIX",
+            "yes",
+            "agreed-fix",
+            "2026-11-30T11:00:00Z",
+        )
+        for r in range(1, 2001)
+        for i in range(1, 21)
+    )
+    path.write_text(HEADER + body)
+    size = path.stat().st_size
+    entries = [entry(f"HIGH-{i}", "FIX", "naïve text") for i in range(1, 21)]
+    tracemalloc.start()
+    try:
+        ledger = Ledger.load(path)
+        assert len(ledger.rows("plan", 2000)) == 20
+        assert not ledger.sync("plan", 2000, entries, T1)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * size, (peak, size)
+    assert ledger.data() == path.read_bytes()

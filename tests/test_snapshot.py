@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from plan_build import gitrepo, snapshot
 from tests.conftest import git
 
@@ -31,3 +33,33 @@ def test_ignored_files_are_not_in_the_snapshot(repo: Path) -> None:
     r = gitrepo.discover(repo)
     head_tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
     assert snapshot.changed_paths(r, head_tree, snapshot.worktree_tree(r)) == [".gitignore"]
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_tracked_tool_state_is_never_in_the_snapshot(repo: Path, version: str) -> None:
+    """The `git rm` that drops tracked tool state is skipped only when the index's own bytes
+    show it holds none (issue 15); with prefix-compressed (v4) paths it always runs."""
+    git(repo, "config", "index.version", version)
+    state = repo / ".claude" / "codex-review" / "workflows" / "w" / "state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text("{}\n")
+    (repo / "src").mkdir()
+    (repo / "src" / "app.py").write_text("print(1)\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "tracked state")
+    git(repo, "update-index", "--index-version", version)
+    state.write_text('{"round": 2}\n')
+    (repo / "notes.txt").write_text("new\n")
+    tree = snapshot.worktree_tree(gitrepo.discover(repo))
+    files = git(repo, "ls-tree", "-r", "--name-only", tree).split()
+    assert files == ["README.md", "notes.txt", "src/app.py"]
+
+
+def test_a_snapshot_without_tool_state_has_every_other_file(repo: Path) -> None:
+    (repo / "docs").mkdir()
+    (repo / "docs" / "codex-review.md").write_text("about .claude\n")
+    r = gitrepo.discover(repo)
+    head_tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert snapshot.changed_paths(r, head_tree, snapshot.worktree_tree(r)) == [
+        "docs/codex-review.md"
+    ]

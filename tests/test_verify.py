@@ -118,6 +118,50 @@ def test_a_command_that_rewrites_files_fails_stability(session: Path) -> None:
     assert not report.ok
 
 
+@pytest.mark.parametrize(
+    ("script", "moved"),
+    [
+        # same size, same second, a file the session never touched: only its content differs
+        ("open('README.md','w').write('# shoq\\n')", "README.md"),
+        ("open('fresh.txt','w').write('x')", "fresh.txt"),
+        ("import os; os.remove('README.md')", "README.md"),
+        # what is tracked decides whether an ignored file is in the tree
+        (
+            "import subprocess; subprocess.run(['git','rm','-q','--cached','build.log'],"
+            "check=True)",
+            "build.log",
+        ),
+        ("open('.git/info/exclude','a').write('notes.txt\\n')", "notes.txt"),
+    ],
+)
+def test_stability_sees_any_change_while_verifying(session: Path, script: str, moved: str) -> None:
+    """The second snapshot reuses the first one's private index (issue 15): it must still see
+    every change a check makes, even one that keeps the file's size within the same second."""
+    (session / ".gitignore").write_text("*.log\n")
+    (session / "build.log").write_text("tracked although ignored\n")
+    git(session, "add", "-f", "build.log", ".gitignore")
+    git(session, "commit", "-qm", "log")
+    r = gitrepo.discover(session)
+    baseline.capture(r, session_id="s2")
+    (session / "notes.txt").write_text("the session's untracked note\n")
+    configure(session, [{"name": "fmt", "argv": [PY, "-c", script]}])
+    report = verify_mod.run(
+        r, baseline.load(r, "s2"), config=config.load(session), env=dict(os.environ)
+    )
+    assert by_id(report)["command.fmt"].status == "pass"
+    stable = by_id(report)["change.stable"]
+    assert stable.status == "fail", stable.detail
+    assert moved in stable.detail
+
+
+def test_stability_passes_when_nothing_moved(session: Path) -> None:
+    (session / "app.py").write_text("def f():\n    return 2\n")
+    (session / "notes.md").write_text("new\n")
+    configure(session, [{"name": "noop", "argv": [PY, "-c", "pass"]}])
+    stable = by_id(run(session))["change.stable"]
+    assert stable.status == "pass", stable.detail
+
+
 def test_without_configured_commands_it_warns(session: Path) -> None:
     (session / "app.py").write_text("x = 1\n")
     report = run(session)

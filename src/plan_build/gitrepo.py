@@ -109,11 +109,14 @@ def not_a_repo(cwd: Path, why: str) -> PlanBuildError:
 
 def discover(cwd: Path, env: Mapping[str, str] | None = None) -> Repo:
     """The work tree containing `cwd`, or a PlanBuildError saying why there is none."""
+    # one git call: outside a work tree git prints the first three answers, then fails
     probe = ["rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--is-inside-work-tree"]
-    r = git(probe, cwd=cwd, env=env, check=False)
-    if r.returncode != 0:
+    where = ["--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
+    r = git([*probe, *where], cwd=cwd, env=env, check=False)
+    lines = r.stdout.splitlines()
+    if len(lines) < 3:
         raise not_a_repo(cwd, "is not inside a git repository")
-    bare, in_git_dir, in_tree = ([*r.stdout.splitlines(), "", "", ""])[:3]
+    bare, in_git_dir, in_tree = lines[:3]
     if bare == "true":
         raise PlanBuildError(
             f"{cwd} is a bare repository (it has no work tree)",
@@ -126,12 +129,9 @@ def discover(cwd: Path, env: Mapping[str, str] | None = None) -> Repo:
             'cd to the repository\'s top level (cd "$(git rev-parse --show-toplevel)")',
             code=ExitCode.PREFLIGHT,
         )
-    where = ["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]
-    r = git(where, cwd=cwd, env=env, check=False)
-    lines = r.stdout.splitlines()
-    if r.returncode != 0 or len(lines) < 3:
+    if r.returncode != 0 or len(lines) < 6:
         raise not_a_repo(cwd, "is not inside a usable git work tree")
-    root, git_dir, common = Path(lines[0]), Path(lines[1]), Path(lines[2])
+    root, git_dir, common = Path(lines[3]), Path(lines[4]), Path(lines[5])
     if not common.is_absolute():
         common = (cwd / common).resolve()
     return Repo(root=root, git_dir=git_dir, common_dir=common)

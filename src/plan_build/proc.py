@@ -20,12 +20,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
-try:
+if TYPE_CHECKING:  # loaded only to stop a process tree: read-only commands start faster
     import psutil
-except ImportError:  # pragma: no cover - a release's zipapp run by a Python without psutil
-    psutil = None  # type: ignore[assignment]  # then only the process group is stopped
 
 from plan_build.errors import ExitCode, PlanBuildError
 
@@ -444,7 +442,9 @@ def _kill_tree(child: subprocess.Popen[Any]) -> Any:
     if pid <= 0:  # a faked process in tests has no real pid
         child.kill()
         return ""
-    if psutil is None:  # a release zipapp on a Python without psutil
+    try:
+        import psutil
+    except ImportError:  # a release zipapp on a Python without psutil: stop the group only
         return _kill_group(child)
     victims: list[psutil.Process] = []
     try:
@@ -489,6 +489,8 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 
 
 def _signal_proc(proc: psutil.Process, sig: signal.Signals) -> None:
+    import psutil
+
     with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
         proc.send_signal(sig)
 

@@ -9,6 +9,7 @@ written from it never depends on what the seed contained.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -62,6 +63,24 @@ def temp_index(
         yield env
 
 
+def _may_hold(index: Path, paths: Sequence[str]) -> bool:
+    """False only when the index certainly has no entry at or under any of `paths`: a version
+    2/3 index spells every path out in full (version 4 compresses them, a split index keeps its
+    entries elsewhere and a sparse one folds directories into one entry, so those always answer
+    True). Saves a `git rm` on each snapshot."""
+    try:
+        data = index.read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if data[:4] != b"DIRC" or int.from_bytes(data[4:8], "big") not in (2, 3):
+        return True
+    if b"link" in data or b"sdir" in data:  # split or sparse index (or such bytes by chance)
+        return True
+    return any(os.fsencode(p) in data for p in paths)
+
+
 def _add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STATE) -> None:
     """Stage the whole work tree into the private index, leaving `exclude` (paths relative to
     the repository root) out entirely, even where HEAD tracks them."""
@@ -77,7 +96,8 @@ def _add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STAT
             if not nested:
                 raise
             _add_with_nested(repo, env, skip, nested)
-        if exclude:
+        # `add` never adds an excluded path, so only entries the seed brought can be there
+        if exclude and _may_hold(Path(env["GIT_INDEX_FILE"]), exclude):
             literal = [f":(literal){p}" for p in exclude]
             repo.git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *literal, env=env)
     except CommandFailed as exc:
@@ -131,6 +151,58 @@ def worktree_tree(repo: Repo, *, exclude: Sequence[str] = TOOL_STATE) -> str:
     with temp_index(repo, "user") as env:
         _add_all(repo, env, exclude)
         return repo.git("write-tree", env=env).stdout.strip()
+
+
+class Rescan:
+    """Snapshots of one work tree taken again and again through one kept private index.
+
+    After the first snapshot the private index holds fresh stat data for every file, so a
+    later `git add -A` hashes only files that changed since: the second snapshot costs about
+    what `git status` does, and is exact in the same way (git re-reads "racily clean" files;
+    the index file keeps the mtime git compares them with). If the user's index changed in
+    between (a `git add`, `git rm --cached`: what is tracked decides what an ignored file
+    does), or .git/info/exclude did, the next snapshot starts again from a fresh copy of it.
+    (A .gitignore is part of the tree, so editing one is itself a change.)
+    """
+
+    def __init__(self, repo: Repo, exclude: Sequence[str] = TOOL_STATE) -> None:
+        self.repo = repo
+        self.exclude = tuple(exclude)
+        self._tmp = tempfile.TemporaryDirectory(prefix="plan-build-index-")
+        self._index = Path(self._tmp.name) / "index"
+        self._seed: tuple[tuple[int, int, int, int], ...] | None = None
+
+    def __enter__(self) -> Rescan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._tmp.cleanup()
+
+    def _seed_stat(self) -> tuple[tuple[int, int, int, int], ...]:
+        """The user's index and the repository's exclude file, by stat: if either changed,
+        what is tracked or ignored may have, so the next snapshot starts afresh."""
+        out = []
+        for path in (index_file(self.repo), self.repo.common_dir / "info" / "exclude"):
+            try:
+                st = path.stat()
+            except OSError:
+                out.append((0, 0, 0, 0))
+                continue
+            out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        return tuple(out)
+
+    def tree(self) -> str:
+        """The tree id of the whole work tree as it is now (as `worktree_tree`)."""
+        seed = self._seed_stat()
+        if seed != self._seed or not self._index.exists():
+            self._index.unlink(missing_ok=True)
+            if index_file(self.repo).exists():
+                shutil.copy2(index_file(self.repo), self._index)  # mtime kept: see temp_index
+            self._seed = seed
+        env = git_env()
+        env["GIT_INDEX_FILE"] = str(self._index)
+        _add_all(self.repo, env, self.exclude)
+        return self.repo.git("write-tree", env=env).stdout.strip()
 
 
 def index_tree(repo: Repo) -> str:
@@ -296,6 +368,7 @@ def changed_ignored(
 __all__ = [
     "EMPTY_TREE",
     "TOOL_STATE",
+    "Rescan",
     "Snapshot",
     "capture",
     "changed_ignored",

@@ -15,11 +15,13 @@ Everything after this step compares against the baseline: the intended change is
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import re
 import secrets
+import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -64,6 +66,9 @@ class Baseline:
     committed: str | None = None  # the commit plan-build made for this session, once made
     committed_at: str | None = None
     approved: str | None = None  # how the commit's approval was confirmed (never an agent)
+    # paths whose uncommitted changes predate the session (HEAD tree vs work-tree tree): both
+    # trees are fixed, so it is counted once here, not on every `status` (None: not recorded)
+    pre_existing: int | None = None
 
     @property
     def ref(self) -> str:
@@ -79,6 +84,9 @@ class Baseline:
         missing = [k for k in (*required, "worktree_tree", "pin") if not fields[k]]
         if missing:
             raise ValueError(f"missing {', '.join(missing)}")
+        count = fields["pre_existing"]
+        if type(count) is not int or count < 0:  # absent, or not a count: counted again
+            fields["pre_existing"] = None
         return cls(**fields)
 
 
@@ -199,7 +207,17 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
     head, head_tree = head_and_tree(repo)
     branch = repo.branch()
     snap = snapshot.capture(repo)
+    # the "kept apart" count needs only the two trees: git counts it while the pin is made
+    counted: list[int] = []
+
+    def count() -> None:
+        with contextlib.suppress(Exception):  # not recorded: `status` counts it when asked
+            counted.append(len(snapshot.changed_paths(repo, head_tree, snap.worktree_tree)))
+
+    counter = threading.Thread(target=count, daemon=True)
+    counter.start()
     if repo.head() != head:
+        counter.join()
         raise PlanBuildError(
             "HEAD moved while the baseline was being taken",
             "wait for the other git command to finish, then retry",
@@ -233,18 +251,28 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
     pinned = repo.git(
         "update-ref", "-m", f"plan-build baseline {sid}", base.ref, pin, ZERO_OID, check=False
     )
+    counter.join()
     if not pinned.ok:  # the ref appeared meanwhile: never overwrite another session's pin
         raise PlanBuildError(
             f"session {sid} already has a baseline",
             "leave the id out and plan-build picks a new one",
             code=ExitCode.USAGE,
         )
+    # not in the pin's message (made meanwhile): a baseline recovered from it counts again
+    base = replace(base, pre_existing=counted[0] if counted else None)
     save(repo, base)
     return base
 
 
 def save(repo: Repo, base: Baseline) -> None:
     fsutil.write_json(repo.in_state(meta_path(repo, base.id)), base.as_json(), sort_keys=True)
+
+
+def pre_existing(repo: Repo, base: Baseline) -> int:
+    """How many paths had uncommitted changes when the session began (kept apart)."""
+    if base.pre_existing is not None:
+        return base.pre_existing
+    return len(snapshot.changed_paths(repo, base.head_tree, base.worktree_tree))
 
 
 def _ref_target(repo: Repo, ref: str) -> str | None:
@@ -292,6 +320,7 @@ def load(repo: Repo, session_id: str) -> Baseline:
         base = Baseline.from_json({**data, "pin": target})
     except (fsutil.StateFileError, ValueError, TypeError) as exc:
         raise _damaged(sid, "its metadata cannot be recovered") from exc
+    base = replace(base, pre_existing=pre_existing(repo, base))  # not in the pin's message
     save(repo, base)
     return base
 
@@ -359,6 +388,7 @@ __all__ = [
     "load",
     "mark_committed",
     "new_id",
+    "pre_existing",
     "require_settled",
     "validate_id",
 ]

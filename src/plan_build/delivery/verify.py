@@ -8,9 +8,11 @@ passing record for the tree it is about to commit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
+import threading
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -556,6 +558,12 @@ def run_command(
 # --- the step ---------------------------------------------------------------------------
 
 
+def _warm_scanner() -> None:
+    """Build the secret scanner ahead of its check (which reports any failure itself)."""
+    with contextlib.suppress(Exception):
+        secretscan.canary_caught()
+
+
 def run(
     repo: Repo,
     base: Baseline,
@@ -568,71 +576,83 @@ def run(
     """Verify the intended change as it is now; record and return the report."""
     commands = commands_from(config)  # bad configuration fails before anything runs
     baseline_mod.require_settled(repo, "verify")
-    change = change_mod.compute(repo, base)
-    mode = detect_mode(repo, base, change.tree, mode_flag)
-    added = (
-        change_mod.added_lines(repo, base.worktree_tree, change.tree) if not change.empty else {}
-    )
-    rows = [check_change(change)]
-    if repo.head() != base.head:
-        rows.append(
-            Check(
-                "change.head",
-                "warn",
-                "HEAD moved since the session baseline: plan-build commit will refuse",
-                "commit by hand, or move HEAD back to the baseline commit",
-            )
+    # detect-secrets (and the requests it pulls in) takes a large share of verify's time to
+    # import: load it on the other core while git snapshots the work tree
+    warm = threading.Thread(target=_warm_scanner, daemon=True)
+    warm.start()
+    with snapshot.Rescan(repo) as scan:
+        change = change_mod.compute(repo, base, tree=scan.tree())
+        mode = detect_mode(repo, base, change.tree, mode_flag)
+        added = (
+            change_mod.added_lines(repo, base.worktree_tree, change.tree)
+            if not change.empty
+            else {}
         )
-    silenced: list[secretscan.Finding] = []
+        rows = [check_change(change)]
+        if repo.head() != base.head:
+            rows.append(
+                Check(
+                    "change.head",
+                    "warn",
+                    "HEAD moved since the session baseline: plan-build commit will refuse",
+                    "commit by hand, or move HEAD back to the baseline commit",
+                )
+            )
+        silenced: list[secretscan.Finding] = []
 
-    def secrets() -> list[Check]:
-        found, allowlisted = check_secrets(
-            added,
-            accepted=committed_secrets_baseline(repo, base),
-            line_before=_line_before(repo, change.tree),
-        )
-        silenced.extend(allowlisted)
-        return found
+        def secrets() -> list[Check]:
+            found, allowlisted = check_secrets(
+                added,
+                accepted=committed_secrets_baseline(repo, base),
+                line_before=_line_before(repo, change.tree),
+            )
+            silenced.extend(allowlisted)
+            return found
 
-    rows += checks.run_concurrently(
-        [
-            lambda: check_diff(repo, change),
-            secrets,
-            lambda: check_placeholders(repo, change, added),
-            lambda: check_records(repo, change, mode),
-            lambda: check_links(repo, change, added),
-        ],
-        workers=2,
-    )
-    if not commands:
-        rows.append(
-            Check(
-                "commands",
-                "warn",
-                f"no verify.commands in {FILENAME}: the project's own checks were not run",
-                f"list them in {FILENAME} (docs/verify.md#configuration)",
-            )
+        warm.join()
+        rows += checks.run_concurrently(
+            [
+                lambda: check_diff(repo, change),
+                secrets,
+                lambda: check_placeholders(repo, change, added),
+                lambda: check_records(repo, change, mode),
+                lambda: check_links(repo, change, added),
+            ],
+            workers=2,
         )
-    log_dir = baseline_mod.sessions_dir(repo) / base.id / "logs"
-    for cmd in commands:
-        rows.append(run_command(repo, cmd, env=env, log_dir=log_dir, progress=progress))
-    sub = check_submodules(repo, change)
-    if sub is not None:
-        rows.append(sub)
-    after = snapshot.worktree_tree(repo)
-    if after == change.tree:
-        rows.append(Check("change.stable", "pass", "the work tree did not change while verifying"))
-    else:
-        moved = change_mod.raw_diff(repo, change.tree, after)
-        rows.append(
-            Check(
-                "change.stable",
-                "fail",
-                "files changed while verifying: " + _shown([display_path(p) for p in moved]),
-                "a check rewrote files (a formatter?) or an agent is still working: "
-                "review the change and run plan-build verify again",
+        if not commands:
+            rows.append(
+                Check(
+                    "commands",
+                    "warn",
+                    f"no verify.commands in {FILENAME}: the project's own checks were not run",
+                    f"list them in {FILENAME} (docs/verify.md#configuration)",
+                )
             )
-        )
+        log_dir = baseline_mod.sessions_dir(repo) / base.id / "logs"
+        for cmd in commands:
+            rows.append(run_command(repo, cmd, env=env, log_dir=log_dir, progress=progress))
+        sub = check_submodules(repo, change)
+        if sub is not None:
+            rows.append(sub)
+        # stability: a second snapshot through the same private index re-reads only files whose
+        # stat data moved, so it is exact and costs about one `git status`
+        after = scan.tree()
+        if after == change.tree:
+            rows.append(
+                Check("change.stable", "pass", "the work tree did not change while verifying")
+            )
+        else:
+            moved = change_mod.raw_diff(repo, change.tree, after)
+            rows.append(
+                Check(
+                    "change.stable",
+                    "fail",
+                    "files changed while verifying: " + _shown([display_path(p) for p in moved]),
+                    "a check rewrote files (a formatter?) or an agent is still working: "
+                    "review the change and run plan-build verify again",
+                )
+            )
     rows = [withheld(c, env) for c in rows]
     report = Report(
         ok=not any(c.failed for c in rows),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plan_build import jsonout
 from plan_build.context import Session
@@ -14,7 +14,8 @@ from plan_build.errors import PlanBuildError, usage
 from plan_build.fsutil import atomic_write
 from plan_build.interact import next_command
 from plan_build.review import ledger as ledger_mod
-from plan_build.review import plans, report, transitions
+from plan_build.review import report, transitions
+from plan_build.review.gate import Problem, blocking, phase_round, record_of, sync_ledger
 from plan_build.review.layout import WorkflowDir, guard, new_id
 from plan_build.review.ledger import Ledger
 from plan_build.review.lock import WorkflowLock, held_by_other, signals_interrupt
@@ -25,20 +26,30 @@ from plan_build.review.resolution import (
     record_owner,
     resolve,
 )
-from plan_build.review.rounds import (
-    FILE_MODE,
-    Problem,
-    RoundResult,
-    blocking,
-    phase_round,
-    record_of,
-    require_codex,
-    run_round,
-    sync_ledger,
-)
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import Step, inspect
 from plan_build.review.workflow import Workflow, create, load, project_key, save
+
+if TYPE_CHECKING:
+    from plan_build.review.rounds import RoundResult
+
+# A plan file's mode (rounds.FILE_MODE): rounds itself, with the reviewers it starts, loads only
+# when a round runs, so read-only commands stay light.
+FILE_MODE = 0o644
+
+
+def run_round(
+    ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, focus: str | None
+) -> RoundResult:
+    from plan_build.review import rounds
+
+    return rounds.run_round(ctx, wf, wdir, focus)
+
+
+def require_codex(ctx: ReviewContext) -> None:
+    from plan_build.review import rounds
+
+    rounds.require_codex(ctx)
 
 
 def context(s: Session, workflow: str | None) -> ReviewContext:
@@ -215,6 +226,8 @@ def review_plan(s: Session, *, plan: str | None, workflow: str | None, focus: st
 
 
 def _create(ctx: ReviewContext, plan: str | None, focus: str | None) -> None:
+    from plan_build.review import plans
+
     require_codex(ctx)
     session = ctx.session()
     if plan is not None:
@@ -248,6 +261,8 @@ def _create(ctx: ReviewContext, plan: str | None, focus: str | None) -> None:
 
 
 def _replace_plan(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, given: str) -> None:
+    from plan_build.review import plans
+
     source, recorded = plans.source_path(given, ctx.cwd, ctx.root)
     data = plans.read_plan(source, given)
     _refuse_secrets(ctx, data, given)

@@ -94,10 +94,6 @@ def all_tag_ids(review: str) -> set[str]:
     return {f"{m.group(1)}-{m.group(2)}" for m in TAG.finditer(review)}
 
 
-def _id_pattern(fid: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(fid)}(?![0-9])")
-
-
 def _token_after_label(rest: str) -> tuple[str | None, str | None]:
     """(token, None) for a known word after the label, (None, words) for an unknown one,
     (None, None) when the label is followed by nothing."""
@@ -142,14 +138,16 @@ def decisions(findings: Sequence[Finding], text: str) -> dict[str, Decision | No
     mentions: list[set[str]] = [
         {f"{m.group(1)}-{m.group(2)}" for m in ANY_ID.finditer(line)} for line in lines
     ]
+    # the lines naming each id, as ANY_ID bounds it (no pattern compiled per finding)
+    named: dict[str, list[int]] = {}
+    for no, ids in enumerate(mentions):
+        for fid in ids:
+            named.setdefault(fid, []).append(no)
     out: dict[str, Decision | None] = {}
     for finding in findings:
         fid = finding.id
-        pattern = _id_pattern(fid)
         result: Decision | None = None
-        for start, line in enumerate(lines):
-            if fid not in mentions[start] or not pattern.search(line):
-                continue
+        for start in named.get(fid, ()):
             for j in range(start, min(start + WINDOW + 1, len(lines))):
                 if j > start and mentions[j] and fid not in mentions[j]:
                     break

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +39,8 @@ def check_id(value: str) -> str:
 
 
 def new_id(now: _dt.datetime) -> str:
+    import secrets  # only a new workflow needs it: read-only commands skip hashlib/OpenSSL
+
     return now.astimezone(_dt.UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 

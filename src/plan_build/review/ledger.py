@@ -118,12 +118,23 @@ class _Span:
     cr: bool
 
 
+def _str(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
 class Ledger:
-    def __init__(self, path: Path, text: str, existed: bool) -> None:
+    """The file's exact bytes; only the rows a command reads are decoded (a 1M-row ledger is
+    held once, not as bytes plus text)."""
+
+    def __init__(self, path: Path, text: str | bytes, existed: bool) -> None:
         self.path = path
-        self.text = text
+        self.raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else text
         self.existed = existed
         self.changed = not existed
+
+    @property
+    def text(self) -> str:
+        return _str(self.raw)
 
     # --- reading -----------------------------------------------------------------------------
 
@@ -133,9 +144,8 @@ class Ledger:
             data = path.read_bytes()
         except FileNotFoundError:
             return cls(path, HEADER, existed=False)
-        text = data.decode("utf-8", "surrogateescape")
-        ledger = cls(path, text if text else HEADER, existed=True)
-        if not text:
+        ledger = cls(path, data if data else HEADER, existed=True)
+        if not data:
             ledger.changed = True
         ledger._check_header()
         return ledger
@@ -144,10 +154,11 @@ class Ledger:
         """The column-name comment, when present, must start with codex-review's 12 names."""
         pos = 0
         line_no = 0
-        while pos < len(self.text) and line_no < 20:
-            end = self.text.find("\n", pos)
-            end = len(self.text) if end < 0 else end
-            line = self.text[pos:end].rstrip("\r")
+        raw = self.raw
+        while pos < len(raw) and line_no < 20:
+            end = raw.find(b"\n", pos)
+            end = len(raw) if end < 0 else end
+            line = _str(raw[pos:end]).rstrip("\r")
             line_no += 1
             pos = end + 1
             if not line.strip():
@@ -168,14 +179,14 @@ class Ledger:
                 return
 
     def _line_no(self, offset: int) -> int:
-        return self.text.count("\n", 0, offset) + 1
+        return self.raw.count(b"\n", 0, offset) + 1
 
     def _spans(self, phase: str, round: int) -> list[_Span]:
         """The rows of one phase+round (artifact = phase, as both tools write them)."""
-        prefix = f"{phase}\t{phase}\t{round}\t"
-        text = self.text
+        prefix = f"{phase}\t{phase}\t{round}\t".encode("utf-8", "surrogateescape")
+        text = self.raw
         starts: list[int] = [0] if text.startswith(prefix) else []
-        needle = "\n" + prefix
+        needle = b"\n" + prefix
         pos = 0
         while True:
             i = text.find(needle, pos)
@@ -185,11 +196,11 @@ class Ledger:
             pos = i + 1
         spans: list[_Span] = []
         for start in starts:
-            end = text.find("\n", start)
+            end = text.find(b"\n", start)
             end = len(text) if end < 0 else end
             line = text[start:end]
-            cr = line.endswith("\r")
-            fields = (line[:-1] if cr else line).split("\t")
+            cr = line.endswith(b"\r")
+            fields = [_str(f) for f in (line[:-1] if cr else line).split(b"\t")]
             if len(fields) < len(COLUMNS):
                 raise _bad(
                     self.path,
@@ -242,24 +253,27 @@ class Ledger:
                 edits.append((span.start, span.end, line))
         if not edits and not added:
             return False
-        pieces: list[str] = []
+        raw = self.raw
+        pieces: list[bytes] = []
         last = 0
         for start, end, line in sorted(edits):
-            pieces.append(self.text[last:start])
-            pieces.append(line)
+            pieces.append(raw[last:start])
+            pieces.append(line.encode("utf-8", "surrogateescape"))
             last = end
-        pieces.append(self.text[last:])
+        pieces.append(raw[last:])
         if added:
-            eol = "\r\n" if self.text.split("\n", 1)[0].endswith("\r") else "\n"
-            if self.text and not self.text.endswith("\n"):
-                pieces.append(eol)
-            pieces.extend(row + eol for row in added)
-        self.text = "".join(pieces)
+            first = raw.find(b"\n")
+            crlf = raw[:first].endswith(b"\r") if first >= 0 else raw.endswith(b"\r")
+            eol = "\r\n" if crlf else "\n"
+            if raw and not raw.endswith(b"\n"):
+                pieces.append(eol.encode())
+            pieces.extend((row + eol).encode("utf-8", "surrogateescape") for row in added)
+        self.raw = b"".join(pieces)
         self.changed = True
         return True
 
     def data(self) -> bytes:
-        return self.text.encode("utf-8", "surrogateescape")
+        return self.raw
 
     def save(self) -> None:
         atomic_write(self.path, self.data(), mode=None if self.existed else FILE_MODE)

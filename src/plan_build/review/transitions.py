@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from plan_build.errors import ExitCode, PlanBuildError, usage
 from plan_build.interact import require_person
-from plan_build.review.layout import WorkflowDir, stamp
-from plan_build.review.records import ApprovalRecord, save_approval, sha256_file
-from plan_build.review.rounds import (
+from plan_build.review.gate import (
     REPEAT,
     Problem,
     blocking,
@@ -27,6 +25,8 @@ from plan_build.review.rounds import (
     short,
     sync_ledger,
 )
+from plan_build.review.layout import WorkflowDir, stamp
+from plan_build.review.records import ApprovalRecord, save_approval, sha256_file
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView, Step, inspect
 from plan_build.review.workflow import Workflow, save

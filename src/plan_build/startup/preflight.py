@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 from plan_build import __version__, proc
 from plan_build import agentmemory as memory
-from plan_build.checks import Check, Probe, run_concurrently, timed, to_json
+from plan_build.checks import Check, Probe, run_concurrently, to_json
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, discover
 from plan_build.interact import Choice
-from plan_build.startup import plugins
+from plan_build.startup import plugins, versions
 
 Mode = Literal["standard", "architect"]
 VERSION_TIMEOUT = 10.0
@@ -129,6 +129,9 @@ def tool_probe(session: Session, name: str) -> Probe:
         cid = f"tool.{name}"
         if path is None:
             return Check(cid, "fail", f"{name} is not on PATH", INSTALL.get(name))
+        cached = versions.lookup(session.env, session.home, path)
+        if cached is not None:  # the same executable answered before (startup/versions.py)
+            return Check(cid, "pass", version_of(name, cached) + f" ({path})")
         try:
             r = proc.run(
                 [path, "--version"], cwd=session.cwd, env=session.env, timeout=VERSION_TIMEOUT
@@ -145,7 +148,10 @@ def tool_probe(session: Session, name: str) -> Probe:
         first = (r.stdout.strip() or r.stderr.strip()).splitlines()[:1]
         if not r.ok:
             return Check(cid, "warn", f"{path} found, but `{name} --version` exited {r.returncode}")
-        return Check(cid, "pass", version_of(name, first[0] if first else "") + f" ({path})")
+        line = first[0] if first else ""
+        if line:
+            versions.store(session.env, session.home, path, line)
+        return Check(cid, "pass", version_of(name, line) + f" ({path})")
 
     return probe
 
@@ -218,8 +224,16 @@ def memory_probes(session: Session, opts: Options) -> list[Probe]:
 
 def run(session: Session, opts: Options) -> Report:
     terminal = check_terminal(session, opts.need_terminal)
-    worktree, repo = timed_worktree(session)
-    probes: list[Probe] = [tool_probe(session, t) for t in ("git", "claude", "codex", "coderabbit")]
+    found: list[Repo | None] = []
+
+    def worktree() -> Check:
+        check, repo = check_worktree(session)
+        found.append(repo)
+        return check
+
+    # the git checks run beside the probes, not before them
+    probes: list[Probe] = [worktree]
+    probes += [tool_probe(session, t) for t in ("git", "claude", "codex", "coderabbit")]
     if opts.prompt:  # `auggie` on PATH and its login: tool.auggie, auggie.login
         from plan_build.startup import enhance
 
@@ -229,19 +243,9 @@ def run(session: Session, opts: Options) -> Report:
     probes += [make(session) for make in opts.extra]
     if opts.yolo:
         probes.append(lambda: check_yolo_root(session))
-    checks = [terminal, worktree, *run_concurrently(probes)]
+    checks = [terminal, *run_concurrently(probes)]
+    repo = found[0]
     return Report(opts.mode, checks, repo, header=header(session, opts.mode, repo))
-
-
-def timed_worktree(session: Session) -> tuple[Check, Repo | None]:
-    holder: list[Repo | None] = []
-
-    def probe() -> Check:
-        check, repo = check_worktree(session)
-        holder.append(repo)
-        return check
-
-    return timed(probe)[0], holder[0]
 
 
 def rerun_memory(session: Session, opts: Options, report: Report) -> None:

@@ -56,7 +56,6 @@ def baseline(c: Any, id: str | None = None, mode: str | None = None, json: bool 
     """Snapshot the repository as the session's starting point (plan/architect do it at launch)."""
     from plan_build.delivery import baseline as baseline_mod
     from plan_build.delivery import commit as commit_mod
-    from plan_build.delivery import intended as change_mod
 
     if mode is not None and mode not in MODES:
         raise usage(
@@ -66,7 +65,7 @@ def baseline(c: Any, id: str | None = None, mode: str | None = None, json: bool 
     session, repo = _open()
     commit_mod.tidy(repo)
     base = baseline_mod.capture(repo, session_id=id, mode=mode)
-    kept = len(change_mod.raw_diff(repo, base.head_tree, base.worktree_tree))
+    kept = baseline_mod.pre_existing(repo, base)
     session.console.say(
         f"baseline {base.id} · {_where(base)} · {kept} path(s) with uncommitted changes kept apart"
     )
@@ -100,10 +99,11 @@ def status(c: Any, json: bool = False) -> None:
         for f in change.files:
             counts = "binary" if f.binary else f"+{f.added} −{f.deleted}"
             con.say(f"    {f.status}  {change_mod.display_path(f.path)}  {counts}")
-    kept = change_mod.raw_diff(repo, base.head_tree, base.worktree_tree)
+    kept = baseline_mod.pre_existing(repo, base)
     if kept:
-        con.say(f"  kept apart: {len(kept)} path(s) with changes from before the session")
-    if repo.head() != base.head:
+        con.say(f"  kept apart: {kept} path(s) with changes from before the session")
+    head_moved = repo.head() != base.head
+    if head_moved:
         con.say("  warning: HEAD moved since the baseline; plan-build commit will refuse")
     if json:
         _print_json(
@@ -113,8 +113,8 @@ def status(c: Any, json: bool = False) -> None:
                 "committed": None,
                 "branch": base.branch,
                 "head": base.head,
-                "head_moved": repo.head() != base.head,
-                "pre_existing": len(kept),
+                "head_moved": head_moved,
+                "pre_existing": kept,
                 "change": {
                     **change.as_json(),
                     "files": [f.as_json() for f in change.files],
