@@ -13,11 +13,15 @@ import pytest
 from plan_build import gitrepo
 from plan_build.errors import ExitCode, PlanBuildError
 
-# As plan-build runs them: every git call carries the read-only-index options (git_argv).
+# As plan-build runs it: one rev-parse (outside a work tree git answers the first three, then
+# fails), with the read-only-index options every git call carries (git_argv).
 PROBE = gitrepo.git_argv(
-    ["rev-parse", "--is-bare-repository", "--is-inside-git-dir", "--is-inside-work-tree"]
+    [
+        "rev-parse",
+        *("--is-bare-repository", "--is-inside-git-dir", "--is-inside-work-tree"),
+        *("--show-toplevel", "--absolute-git-dir", "--git-common-dir"),
+    ]
 )
-WHERE = gitrepo.git_argv(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"])
 
 
 def refused(tmp_path: Path) -> PlanBuildError:
@@ -45,14 +49,12 @@ def test_inside_the_git_directory_points_at_the_top_level(fp: Any, tmp_path: Pat
 
 
 def test_truncated_plumbing_output_is_not_a_usable_work_tree(fp: Any, tmp_path: Path) -> None:
-    fp.register(PROBE, stdout="false\nfalse\ntrue\n")
-    fp.register(WHERE, stdout=f"{tmp_path}\n")  # two of the three lines missing
+    fp.register(PROBE, stdout=f"false\nfalse\ntrue\n{tmp_path}\n")  # two lines missing
     assert "is not inside a usable git work tree" in str(refused(tmp_path))
 
 
 def test_a_relative_common_dir_is_taken_from_where_git_ran(fp: Any, tmp_path: Path) -> None:
-    fp.register(PROBE, stdout="false\nfalse\ntrue\n")
-    fp.register(WHERE, stdout=f"{tmp_path}\n{tmp_path}/.git\n.git\n")
+    fp.register(PROBE, stdout=f"false\nfalse\ntrue\n{tmp_path}\n{tmp_path}/.git\n.git\n")
     repo = gitrepo.discover(tmp_path, {})
     assert (repo.root, repo.common_dir) == (tmp_path, (tmp_path / ".git").resolve())
     assert repo.state_dir == (tmp_path / ".git").resolve() / "plan-build"

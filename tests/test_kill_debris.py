@@ -149,12 +149,16 @@ def test_sweep_removes_only_what_a_gone_owner_left(tmp_path: Path) -> None:
 def test_without_psutil_temp_names_still_carry_the_pid(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A release zipapp may run on a Python without psutil: writes work, a dead pid counts."""
+    """A release zipapp may run on a Python without psutil: writes work, a dead pid counts,
+    and the start time still comes from /proc."""
+    import psutil
+
     from plan_build import fsutil
 
+    started = int(psutil.Process().create_time())
     monkeypatch.setitem(sys.modules, "psutil", None)
     monkeypatch.setattr(fsutil, "_TAG", [])
-    assert fsutil.owner_tag() == f"~pb{os.getpid()}-0~"
+    assert fsutil.owner_tag() == f"~pb{os.getpid()}-{started}~"
     fsutil.atomic_write(tmp_path / "f.json", "{}\n")
     assert [p.name for p in tmp_path.iterdir()] == ["f.json"]
     (tmp_path / ".f.json~pb999999999-0~x.tmp").write_text("half")

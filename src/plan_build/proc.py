@@ -495,9 +495,19 @@ def _signal_proc(proc: psutil.Process, sig: signal.Signals) -> None:
         proc.send_signal(sig)
 
 
+def _psutil() -> Any:
+    """psutil, imported on first use (None on a Python without it, e.g. a release zipapp)."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return psutil
+
+
 def started_at(pid: int) -> float | None:
     """The start time of process `pid` (seconds since the epoch), or None when it is gone.
     With the pid it names one process for good: a reused pid has a later start time."""
+    psutil = _psutil()
     if psutil is None:
         return None
     try:
@@ -514,12 +524,13 @@ def stop_survivors(pgid: int, leader_started: float) -> list[int]:
     the group is gone and the number was reused. While any member lives, Linux never hands out
     its group id as a new pid, so a leaderless group with members is still the recorded one.
     """
+    psutil = _psutil()
     if psutil is None or pgid <= 1:
         return []
     now = started_at(pgid)
     if now is not None and abs(now - leader_started) > 0.05:
         return []
-    victims: list[psutil.Process] = []
+    victims: list[Any] = []
     for p in psutil.process_iter():
         try:
             if os.getpgid(p.pid) == pgid and p.create_time() >= leader_started - 0.05:

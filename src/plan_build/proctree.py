@@ -39,12 +39,37 @@ def process_start(pid: int) -> str | None:
 
 
 def create_time(pid: int) -> float | None:
+    """When process `pid` started, in seconds since the epoch; None when it is gone.
+
+    From /proc (boot time plus the start in clock ticks, as psutil computes it) where there is
+    one, so temp-file owner tags and lock checks do not import psutil; else from psutil."""
+    ticks = process_start(pid)
+    boot = _boot_time()
+    if ticks is not None and boot is not None:
+        return boot + int(ticks) / os.sysconf("SC_CLK_TCK")
+    if Path("/proc/self/stat").exists():
+        return None  # /proc works: the process is gone
     import psutil
 
     try:
         return float(psutil.Process(pid).create_time())
     except (psutil.Error, OSError):
         return None
+
+
+_BOOT: list[float] = []
+
+
+def _boot_time() -> float | None:
+    if not _BOOT:
+        try:
+            for line in Path("/proc/stat").read_text().splitlines():
+                if line.startswith("btime "):
+                    _BOOT.append(float(line.split()[1]))
+                    break
+        except (OSError, ValueError):
+            return None
+    return _BOOT[0] if _BOOT else None
 
 
 def pid_alive(pid: int) -> bool:
