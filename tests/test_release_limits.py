@@ -308,8 +308,16 @@ except PlanBuildError as exc:
     outcome = {"code": int(exc.code), "message": str(exc)}
 except MemoryError:
     outcome = {"code": -1, "message": "MemoryError"}
-scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-outcome["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+# This process's own peak: VmHWM belongs to the memory of this program. ru_maxrss would not do
+# on Linux: exec keeps the parent's high-water mark (a pytest worker's hundreds of MB).
+try:
+    status = Path("/proc/self/status").read_text()
+    outcome["peak"] = next(
+        int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmHWM:")
+    )
+except (OSError, StopIteration):
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    outcome["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 print(json.dumps(outcome))
 """
 
