@@ -15,6 +15,7 @@ from tests.support.reviewkit import (
     CLEAN,
     IMPL_REVIEW,
     OTHER_SESSION,
+    PLAN,
     PLAN_REVIEW,
     SESSION_ID,
     WORKFLOWS,
@@ -22,14 +23,14 @@ from tests.support.reviewkit import (
     codex_events,
     codex_failure,
     codex_rule,
+    decide,
     only_workflow,
     rabbit_agent,
     rabbit_complete,
     rabbit_finding,
+    start_plan_review,
     tree_bytes,
 )
-
-PLAN = "# Add pagination\n\n1. Add `limit` to GET /audit.\n2. Test it.\n"
 
 
 @pytest.fixture
@@ -38,17 +39,6 @@ def project(repo: Path, private_home: Path, stubs) -> Path:
     (repo.parent / "plan.md").write_text(PLAN)
     claude_session(private_home, repo)
     return repo
-
-
-def decide(wf: Path, phase: str, rnd: int, text: str) -> None:
-    (wf / "artifacts" / f"{phase}-findings-r{rnd}.md").write_text(text)
-
-
-def start_plan_review(cli, stubs, project: Path, review: str = PLAN_REVIEW) -> Path:
-    stubs.rule("codex", codex_rule(review))
-    r = cli("review.plan", "--plan", "../plan.md", cwd=project)
-    assert r.code in (0, 6), r.stderr
-    return only_workflow(project)
 
 
 def to_implementation(cli, stubs, project: Path) -> Path:

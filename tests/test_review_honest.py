@@ -18,18 +18,20 @@ from plan_build.ui import Console
 from tests.support.reviewkit import (
     CLEAN,
     IMPL_REVIEW,
+    PLAN,
     PLAN_REVIEW,
     WORKFLOWS,
     claude_session,
     codex_rule,
+    decide,
     only_workflow,
     rabbit_agent,
     rabbit_complete,
     rabbit_finding,
+    start_plan_review,
     tree_bytes,
 )
 
-PLAN = "# Add pagination\n\n1. Add `limit` to GET /audit.\n2. Test it.\n"
 FAST = {"PLAN_BUILD_HEARTBEAT_SEC": "0.2"}
 
 
@@ -38,17 +40,6 @@ def project(repo: Path, private_home: Path, stubs) -> Path:
     (repo.parent / "plan.md").write_text(PLAN)
     claude_session(private_home, repo)
     return repo
-
-
-def decide(wf: Path, phase: str, rnd: int, text: str) -> None:
-    (wf / "artifacts" / f"{phase}-findings-r{rnd}.md").write_text(text)
-
-
-def start_plan_review(cli, stubs, project: Path, review: str = PLAN_REVIEW) -> Path:
-    stubs.rule("codex", codex_rule(review))
-    r = cli("review.plan", "--plan", "../plan.md", cwd=project)
-    assert r.code in (0, 6), r.stderr
-    return only_workflow(project)
 
 
 def rabbit(stubs, *events, **extra) -> None:

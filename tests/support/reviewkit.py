@@ -119,3 +119,19 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(root)): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()
     }
+
+
+PLAN = "# Add pagination\n\n1. Add `limit` to GET /audit.\n2. Test it.\n"
+
+
+def decide(wf: Path, phase: str, rnd: int, text: str) -> None:
+    """Write the findings file of round `rnd` (the decisions, as Claude or the user would)."""
+    (wf / "artifacts" / f"{phase}-findings-r{rnd}.md").write_text(text)
+
+
+def start_plan_review(cli: Any, stubs: Any, project: Path, review: str = PLAN_REVIEW) -> Path:
+    """`review.plan` of ../plan.md with Codex answering `review`; the new workflow's folder."""
+    stubs.rule("codex", codex_rule(review))
+    r = cli("review.plan", "--plan", "../plan.md", cwd=project)
+    assert r.code in (0, 6), r.stderr
+    return only_workflow(project)
