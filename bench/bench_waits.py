@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from _common import (
+    ROOT,
     SRC,
     alternate,
     body,
@@ -248,8 +249,9 @@ def delivery(py: str, tmp: Path, runs: int) -> None:
 PEAK = """
 import io, os, sys
 from pathlib import Path
+sys.path.insert(0, sys.argv[2])  # the checkout: the test double for the user lives in tests/
+from tests.support.interaction import ScriptedInteraction
 from plan_build.context import Session
-from plan_build.interact import ScriptedInteraction
 from plan_build.resources import locate
 from plan_build.review import commands
 from plan_build.ui import Console
@@ -275,7 +277,7 @@ def summary_memory(py: str, tmp: Path, rows: int) -> None:
     for var in ("CLAUDE_CODE_SESSION_ID", "PLAN_BUILD_CLAUDE_PID"):
         env.pop(var, None)
     out = subprocess.run(
-        [py, "-c", PEAK, str(repo)], env=env, capture_output=True, text=True, check=False
+        [py, "-c", PEAK, str(repo), str(ROOT)], env=env, capture_output=True, text=True, check=False
     )
     if out.returncode != 0:
         skipped(f"review summary peak memory, {rows:,} rows", out.stderr.strip()[-300:])
