@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 
 from tests.conftest import Stubs
-from tests.dispatch_support import codex_edits, codex_runs, events, make_plan, status_of
+from tests.dispatch_support import codex_edits, codex_runs, make_plan, status_of
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}
 
@@ -43,10 +43,6 @@ def wait_until(check: Any, timeout: float = 30) -> bool:
             return True
         time.sleep(0.05)
     return bool(check())
-
-
-def events_ok() -> str:
-    return events("done")
 
 
 def start_dispatch(repo: Path) -> subprocess.Popen[str]:
@@ -348,15 +344,11 @@ def test_an_empty_nested_repository_is_a_path_that_appeared(
 ) -> None:
     tasks_md = make_plan(repo)
     # a real `git init` inside the work tree, as Codex's command would make it
-    stubs.rule(
-        "codex",
-        {
-            "match": ["exec"],
-            "write": {"src/app.py": "fixed\n"},
-            "stdout": events_ok(),
-            "write_flag": {"-o": "done"},
-            "run": ["git", "init", "-q", "tests/fixture_repo"],
-        },
+    codex_edits(
+        stubs,
+        {"src/app.py": "fixed\n"},
+        message="done",
+        run=["git", "init", "-q", "tests/fixture_repo"],
     )
 
     r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
@@ -372,15 +364,11 @@ def test_a_nested_repository_outside_the_scope_blocks_by_path(
     repo: Path, stubs: Stubs, cli: Any
 ) -> None:
     tasks_md = make_plan(repo)
-    stubs.rule(
-        "codex",
-        {
-            "match": ["exec"],
-            "write": {"src/app.py": "fixed\n"},
-            "stdout": events_ok(),
-            "write_flag": {"-o": "done"},
-            "run": ["git", "init", "-q", "vendor/newcrate"],
-        },
+    codex_edits(
+        stubs,
+        {"src/app.py": "fixed\n"},
+        message="done",
+        run=["git", "init", "-q", "vendor/newcrate"],
     )
 
     r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
@@ -501,16 +489,7 @@ def test_the_in_progress_note_names_the_running_attempt(repo: Path, stubs: Stubs
     tasks_md = make_plan(repo)
     seen = stubs.home / "tasks-during-attempt-2.md"
     codex_edits(stubs, {"src/app.py": "not yet\n"}, times=1)
-    stubs.rule(
-        "codex",
-        {
-            "match": ["exec"],
-            "write": {"src/app.py": "fixed\n"},
-            "stdout": events_ok(),
-            "write_flag": {"-o": "done"},
-            "run": ["cp", "TASKS.md", str(seen)],
-        },
-    )
+    codex_edits(stubs, {"src/app.py": "fixed\n"}, message="done", run=["cp", "TASKS.md", str(seen)])
     rules = json.loads((stubs.home / "codex.json").read_text())
     (stubs.home / "codex.json").write_text(json.dumps([rules[1], rules[0], *rules[2:]]))
 
@@ -605,16 +584,12 @@ def test_an_ignored_tree_edit_shows_despite_a_forged_mtime(
     (lib / "old.py").write_text("# to be removed\n")
     stamp = (lib / "site.py").stat().st_mtime_ns
     make_plan(repo)
-    stubs.rule(
-        "codex",
-        {
-            "match": ["exec"],
-            "write": {"src/app.py": "fixed\n", ".venv/lib/site.py": "# patched!!\n"},
-            "delete": [".venv/lib/old.py"],
-            "run": ["touch", "-d", "@" + str(stamp // 1_000_000_000), ".venv/lib/site.py"],
-            "stdout": events_ok(),
-            "write_flag": {"-o": "done"},
-        },
+    codex_edits(
+        stubs,
+        {"src/app.py": "fixed\n", ".venv/lib/site.py": "# patched!!\n"},
+        message="done",
+        delete=[".venv/lib/old.py"],
+        run=["touch", "-d", "@" + str(stamp // 1_000_000_000), ".venv/lib/site.py"],
     )
 
     r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
