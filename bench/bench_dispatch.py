@@ -249,28 +249,9 @@ def bench_repo(files: int) -> None:
             os.chdir(old_cwd)
             os.environ.clear()
             os.environ.update(saved)
-        samples = []
-        for _ in range(3):
-            subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo_dir, env=env, check=True)
-            state = repo_dir / ".git" / "plan-build" / "dispatch" / "tasks"
-            for f in state.glob("*.json") if state.is_dir() else []:
-                f.unlink()
-            started = time.perf_counter()
-            r = subprocess.run(
-                [sys.executable, "-m", "plan_build", "dispatch", "TASK-002"],
-                check=False,
-                cwd=repo_dir,
-                env=env,
-                capture_output=True,
-                text=True,
-            )
-            samples.append(time.perf_counter() - started)
-            if r.returncode != 0:
-                print(r.stderr)
-                raise SystemExit("the benchmark dispatch failed")
         report(
             f"whole dispatch, instant Codex, verification `true` ({files} files)",
-            statistics.median(samples),
+            dispatch_seconds(repo_dir, env),
             "< 3 s of plan-build overhead per task",
         )
 
