@@ -518,8 +518,9 @@ def test_ctrl_c_between_commit_tree_and_update_ref_loses_nothing(
     assert out.commit == git(shop, "rev-parse", "HEAD").strip()
 
 
-def test_ctrl_c_after_update_ref_is_held_back_until_the_index_is_synced(
-    shop: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_stop_signal_after_update_ref_is_held_back_until_the_index_is_synced(
+    shop: Path, monkeypatch: pytest.MonkeyPatch, signame: str
 ) -> None:
     start(shop)
     (shop / "c.txt").write_text(numbered(l1="S"))
@@ -527,7 +528,7 @@ def test_ctrl_c_after_update_ref_is_held_back_until_the_index_is_synced(
 
     def signal_self(stage: str) -> None:
         if stage == "after-update-ref":
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), getattr(signal, signame))
             time.sleep(0.05)
 
     monkeypatch.setattr(commit, "_checkpoint", signal_self)

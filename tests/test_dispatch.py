@@ -647,8 +647,12 @@ def test_ctrl_c_stops_codex_and_leaves_a_resumable_task(repo: Path, stubs: Stubs
     assert status_of(tasks_md, "TASK-002") == "Review"
 
 
-def test_a_termination_signal_is_handled_like_ctrl_c(repo: Path, stubs: Stubs) -> None:
-    """A caller's timeout (SIGTERM) must not leave Codex running on its own."""
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_termination_signal_is_handled_like_ctrl_c(
+    repo: Path, stubs: Stubs, signame: str
+) -> None:
+    """A caller's timeout (SIGTERM) or a closed terminal (SIGHUP) must not leave Codex
+    running on its own."""
     tasks_md = make_plan(repo)
     stubs.rule("codex", {"match": ["exec"], "sleep": 60})
     env = dict(os.environ, **DEGRADED)
@@ -668,14 +672,14 @@ def test_a_termination_signal_is_handled_like_ctrl_c(repo: Path, stubs: Stubs) -
     time.sleep(0.2)
     codex_pid = int(pid_file.read_text())
 
-    child.send_signal(signal.SIGTERM)
+    child.send_signal(getattr(signal, signame))
     _, err = child.communicate(timeout=30)
 
     assert child.returncode == 130, err
     assert not psutil.pid_exists(codex_pid) or (
         psutil.Process(codex_pid).status() == psutil.STATUS_ZOMBIE
     )
-    assert "interrupted by SIGTERM during attempt 1 (codex)" in tasks_md.read_text()
+    assert f"interrupted by {signame} during attempt 1 (codex)" in tasks_md.read_text()
     assert status_of(tasks_md, "TASK-002") == "In Progress"
 
 

@@ -203,7 +203,7 @@ def test_a_failing_editor_is_reported_and_the_question_comes_back(
     assert (code, out) == (4, "")
 
 
-@pytest.mark.parametrize("how", ["SIGTERM", "Ctrl-C"])
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "Ctrl-C"])
 def test_interrupting_while_auggie_runs_leaves_no_process_and_no_file(
     user: dict[str, object], stubs: Stubs, how: str
 ) -> None:
@@ -224,8 +224,8 @@ def test_interrupting_while_auggie_runs_leaves_no_process_and_no_file(
     (call,) = [c for c in stubs.calls("auggie") if c["argv"][:1] == ["--print"]]
     assert alive(grandchild)
     assert alive(call["pid"])
-    if how == "SIGTERM":
-        t.proc.send_signal(signal.SIGTERM)
+    if how.startswith("SIG"):
+        t.proc.send_signal(getattr(signal, how))
     else:
         t.type("\x03")  # the terminal turns it into SIGINT for the foreground process group
     code, out = t.finish()

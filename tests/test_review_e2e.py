@@ -717,7 +717,7 @@ def test_the_review_directory_is_never_removed_wholesale(cli, stubs, project: Pa
     assert git(project, "status", "--porcelain").strip().startswith("??")
 
 
-@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM", "SIGHUP"])
 def test_stopping_a_review_kills_codex_and_keeps_nothing_half_done(
     stubs, project: Path, signame: str
 ) -> None:

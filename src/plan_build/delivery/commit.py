@@ -15,13 +15,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import re
-import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from plan_build import fsutil, snapshot
+from plan_build import fsutil, interrupts, snapshot
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.delivery import hunks
 from plan_build.delivery import intended as change_mod
@@ -279,21 +278,6 @@ def repo_lock(repo: Repo) -> Iterator[None]:
         yield
     finally:
         fh.close()
-
-
-@contextlib.contextmanager
-def _shield_interrupts() -> Iterator[list[int]]:
-    """Hold Ctrl-C back while HEAD and the index are updated, so the pair is never half done."""
-    caught: list[int] = []
-    try:
-        previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
-    except ValueError:  # not the main thread
-        yield caught
-        return
-    try:
-        yield caught
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _checkpoint(stage: str) -> None:
@@ -688,7 +672,7 @@ def _publish(
             code=ExitCode.BLOCKED,
         )
     pending = pending_path(repo, base.id)
-    with _shield_interrupts() as caught:
+    with interrupts.held_back() as caught:
         fsutil.write_json(
             pending,
             {"old": base.head, "new": commit, "index": _entries_json(plan.index_entries)},

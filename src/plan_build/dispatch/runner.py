@@ -17,17 +17,15 @@ import datetime as _dt
 import json
 import os
 import re
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from plan_build import proc, redact, snapshot
+from plan_build import interrupts, proc, redact, snapshot
 from plan_build.context import Session
 from plan_build.dispatch import memslot, taskfile, telemetry
 from plan_build.dispatch import recipe as recipes
@@ -277,7 +275,6 @@ class Dispatcher:
         self.mode = "required"
         self.slot = memslot.SlotRead("skipped")
         self.phase = "starting"
-        self.signal_name: str | None = None
         self._before: tuple[str, str | None, str] | None = None
         self.lock: Lock | None = None
         self.used = 0  # Codex runs of this dispatch before this process (a resumed dispatch)
@@ -740,29 +737,10 @@ class Dispatcher:
                 f"(pids {', '.join(map(str, stopped[:8]))})"
             )
         try:
-            with self._signals_interrupt():
+            with interrupts.stopping():
                 return self._loop(tf, task, prompt)
         finally:
             lock.release()
-
-    @contextlib.contextmanager
-    def _signals_interrupt(self) -> Iterator[None]:
-        """SIGTERM and SIGHUP (a closed terminal, a caller's timeout) stop a dispatch the way
-        Ctrl-C does: Codex's process tree is killed and the task keeps a resumable note."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-
-        def handler(signum: int, _frame: object) -> None:
-            self.signal_name = signal.Signals(signum).name
-            raise KeyboardInterrupt(self.signal_name)
-
-        previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
 
     def _codex_env(self) -> dict[str, str]:
         """The session's environment plus the memory scope the prompt promises Codex: the
@@ -1078,7 +1056,7 @@ class Dispatcher:
         """Ctrl-C, a termination signal or an error mid-dispatch: keep In Progress, say how to
         resume."""
         if isinstance(exc, KeyboardInterrupt):
-            what = self.signal_name or "Ctrl-C"
+            what = interrupts.signal_name(exc)
         else:
             what = f"an error ({exc})"
         stopped = (

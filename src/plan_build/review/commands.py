@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from plan_build import jsonout
+from plan_build import interrupts, jsonout
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError, usage
 from plan_build.fsutil import atomic_write
@@ -18,7 +18,7 @@ from plan_build.review import report, transitions
 from plan_build.review.gate import Problem, blocking, phase_round, record_of, sync_ledger
 from plan_build.review.layout import WorkflowDir, guard, new_id
 from plan_build.review.ledger import Ledger
-from plan_build.review.lock import WorkflowLock, held_by_other, signals_interrupt
+from plan_build.review.lock import WorkflowLock, held_by_other
 from plan_build.review.resolution import (
     Resolution,
     claim,
@@ -82,7 +82,7 @@ def locked(ctx: ReviewContext, res: Resolution) -> Iterator[tuple[Workflow, Work
     if res.wdir is None or res.workflow is None:
         raise ValueError("locked() needs a resolved workflow")
     wdir = res.wdir
-    with signals_interrupt(), WorkflowLock(wdir, res.workflow.owner_cwd):
+    with interrupts.stopping(), WorkflowLock(wdir, res.workflow.owner_cwd):
         wf = load(wdir)
         session = ctx.session()
         if res.claim and session is not None:

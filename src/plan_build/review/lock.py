@@ -8,14 +8,10 @@ A lock younger than a few seconds without a pid is still being written and count
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 
 from plan_build.claudesessions import create_time, pid_alive
 from plan_build.errors import ExitCode, PlanBuildError
@@ -110,25 +106,4 @@ class WorkflowLock:
         self.release()
 
 
-def _interrupt(signum: int, _frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
-@contextlib.contextmanager
-def signals_interrupt() -> Iterator[None]:
-    """While held, SIGTERM and SIGHUP stop the run like Ctrl-C (locks released, children
-    killed, exit 130). Only the main thread can install handlers; elsewhere this is a no-op."""
-    previous: dict[int, object] = {}
-    try:
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            previous[sig] = signal.signal(sig, _interrupt)
-    except ValueError:  # not the main thread
-        pass
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)  # type: ignore[arg-type]
-
-
-__all__ = ["LockHeld", "WorkflowLock", "held_by_other", "holder", "is_stale", "signals_interrupt"]
+__all__ = ["LockHeld", "WorkflowLock", "held_by_other", "holder", "is_stale"]

@@ -15,16 +15,13 @@ import dataclasses
 import json
 import re
 import shutil
-import signal
 import tempfile
-import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any, Literal
 
-from plan_build import proc
+from plan_build import interrupts, proc
 from plan_build.checks import Check, Probe, run_concurrently
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
@@ -230,28 +227,15 @@ def approval_terminal(session: Session) -> Iterator[Session]:
 
 @contextlib.contextmanager
 def interruptible(*streams: Any) -> Iterator[None]:
-    """Ctrl-C and SIGTERM both raise KeyboardInterrupt here (so every `finally` runs and
-    proc.run kills Auggie's process tree); a repeated signal while that cleanup runs is
-    ignored; the terminal's mode is put back as it was (an editor may have changed it)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    """Ctrl-C, SIGTERM and SIGHUP (a closed terminal) raise KeyboardInterrupt here (so every
+    `finally` runs and proc.run kills Auggie's process tree); a repeated signal while that
+    cleanup runs is ignored; the terminal's mode is put back as it was (an editor may have
+    changed it)."""
     saved = _save_terminal(streams)
-    fired = False
-
-    def handler(_signum: int, _frame: FrameType | None) -> None:
-        nonlocal fired
-        if fired:  # already unwinding: let the cleanup finish
-            return
-        fired = True
-        raise KeyboardInterrupt
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        with interrupts.stopping(once=True):
+            yield
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old if old is not None else signal.SIG_DFL)
         _restore_terminal(saved)
 
 
@@ -528,7 +512,7 @@ def enhance_payload(
 
     Raises PlanBuildError(code=APPROVAL) when the user stops and PlanBuildError(code=PREFLIGHT)
     when there is no terminal to ask (before Auggie runs), or when it runs inside an agent
-    session (exit 4: the approval is the user's). KeyboardInterrupt (Ctrl-C or SIGTERM)
+    session (exit 4: the approval is the user's). KeyboardInterrupt (Ctrl-C, SIGTERM or SIGHUP)
     propagates after Auggie's process tree and the temporary files are gone.
     """
     require_person(session.env, what="approving an enhanced request", command=command)
