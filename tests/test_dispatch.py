@@ -719,6 +719,27 @@ def test_a_live_dispatch_holds_the_lock(repo: Path, stubs: Stubs, cli) -> None:
     assert cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED).code == 0
 
 
+def test_a_lock_whose_pid_now_names_another_process_does_not_block(
+    repo: Path, stubs: Stubs, cli
+) -> None:
+    """The dispatch that wrote the lock died and its pid was handed to an unrelated process:
+    the start time in the record no longer matches, so the lock is stale."""
+    make_plan(repo)
+    lock = state_dir(repo) / "dispatch" / "lock"
+    lock.parent.mkdir(parents=True)
+    stranger = os.getppid()  # alive, and not a dispatch
+    started = psutil.Process(stranger).create_time() - 100
+    lock.write_text(json.dumps({"pid": stranger, "started": started, "task": "TASK-002"}))
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    assert "another dispatch is running" not in r.stderr
+    assert psutil.pid_exists(stranger)
+    assert not lock.exists()
+
+
 # ----------------------------------------------------------------------------- recipe
 
 

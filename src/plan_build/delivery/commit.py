@@ -12,13 +12,10 @@ stay staged and the work tree is never written. Nothing here pushes.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from plan_build import fsutil, interrupts, snapshot
 from plan_build.delivery import baseline as baseline_mod
@@ -26,6 +23,15 @@ from plan_build.delivery import hunks
 from plan_build.delivery import intended as change_mod
 from plan_build.delivery import verify as verify_mod
 from plan_build.delivery.baseline import ZERO_OID, Baseline
+from plan_build.delivery.commitrecovery import (
+    entries_json,
+    pending_path,
+    read_pending,
+    recover,
+    repo_lock,
+    sync_index,
+    tidy,
+)
 from plan_build.delivery.intended import Change, Entry, display_path
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
@@ -257,124 +263,11 @@ def _template(plan: Plan) -> str:
     )
 
 
-# --- locking, interruption, recovery ------------------------------------------------------
-
-
-@contextlib.contextmanager
-def repo_lock(repo: Repo) -> Iterator[None]:
-    """One plan-build commit at a time per repository (all worktrees share the lock)."""
-    repo.state_dir.mkdir(parents=True, exist_ok=True)
-    path = repo.state_dir / "commit.lock"
-    fh: IO[str] = path.open("a", encoding="utf-8")
-    try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise PlanBuildError(
-                "another plan-build commit is running in this repository",
-                "wait for it to finish, then run plan-build commit again",
-                code=ExitCode.BLOCKED,
-            ) from exc
-        yield
-    finally:
-        fh.close()
+# --- interruption ---------------------------------------------------------------------
 
 
 def _checkpoint(stage: str) -> None:
     """A no-op that tests replace to interrupt the commit at a given stage."""
-
-
-def pending_path(repo: Repo, session_id: str) -> Path:
-    return baseline_mod.sessions_dir(repo) / session_id / "commit-pending.json"
-
-
-def _entries_json(entries: list[tuple[str, Entry | None]]) -> list[list[str | None]]:
-    return [[p, e.mode if e else None, e.oid if e else None] for p, e in entries]
-
-
-def _entries_from_json(rows: list[list[str | None]]) -> list[tuple[str, Entry | None]]:
-    return [(str(p), Entry(str(m), str(o)) if m and o else None) for p, m, o in rows]
-
-
-def _sync_index(repo: Repo, entries: list[tuple[str, Entry | None]]) -> None:
-    change_mod.git_bytes(
-        repo, "update-index", "-z", "--index-info", input=change_mod.index_info(entries)
-    )
-
-
-PENDING_FIX = (
-    "if `git log -1` is not the session's commit, delete the file and run plan-build commit "
-    "again; if it is, delete the file and `git add` the committed files your index still lacks"
-)
-
-
-def read_pending(path: Path) -> dict[str, Any] | None:
-    """The record of a commit in flight (None when there is none), checked for its shape."""
-    try:
-        data = fsutil.read_json(path, PENDING_FIX)
-    except FileNotFoundError:
-        return None
-    oid = re.compile(r"^[0-9a-f]{40,64}$")
-    rows = data.get("index") if isinstance(data, dict) else None
-    if (
-        not isinstance(data, dict)
-        or not (data.get("old") is None or oid.match(str(data.get("old"))))
-        or not oid.match(str(data.get("new")))
-        or not isinstance(rows, list)
-        or not all(
-            isinstance(r, list) and len(r) == 3 and all(x is None or isinstance(x, str) for x in r)
-            for r in rows
-        )
-    ):
-        raise fsutil.StateFileError(path, "it is not a pending-commit record", PENDING_FIX)
-    return data
-
-
-def tidy(repo: Repo) -> None:
-    """Remove what killed runs left: temp indexes and temp files (by their dead owner) and,
-    for sessions already marked committed, the pending record and the session ref that the
-    run died before removing. Only while no commit runs (the repository's commit lock is
-    free); the user's index and HEAD are never touched here."""
-    snapshot.sweep_debris()
-    sessions = baseline_mod.sessions_dir(repo)
-    if not sessions.is_dir():
-        return
-    held = contextlib.ExitStack()
-    try:
-        held.enter_context(repo_lock(repo))
-    except (PlanBuildError, OSError):
-        return  # a live commit owns these files right now (or the state dir is read-only)
-    with held:
-        for folder in sessions.iterdir():
-            if folder.is_dir():
-                fsutil.sweep(folder)
-        listed = repo.git(
-            "for-each-ref", "--format=%(refname) %(objectname)", baseline_mod.REF_PREFIX
-        ).stdout.split("\n")
-        pins = dict(line.split(" ", 1) for line in listed if " " in line)
-        for base in baseline_mod.all_baselines(repo):
-            if not base.committed:
-                continue  # an unfinished commit is recover()'s, in the next commit
-            pending_path(repo, base.id).unlink(missing_ok=True)
-            if pins.get(base.ref) == base.pin:
-                repo.git("update-ref", "-d", base.ref, base.pin, check=False)
-
-
-def recover(repo: Repo, base: Baseline) -> Baseline | None:
-    """Finish or discard a commit that was cut off between update-ref and the index update."""
-    path = pending_path(repo, base.id)
-    data = read_pending(path)
-    if data is None:
-        return None
-    head = repo.head()
-    if head == data["new"]:
-        _sync_index(repo, _entries_from_json(data["index"]))
-        done = baseline_mod.mark_committed(repo, base, data["new"])
-        path.unlink()
-        return done
-    if head == data["old"]:
-        path.unlink()  # the commit never landed
-    return None
 
 
 # --- the step -----------------------------------------------------------------------------
@@ -675,7 +568,7 @@ def _publish(
     with interrupts.held_back() as caught:
         fsutil.write_json(
             pending,
-            {"old": base.head, "new": commit, "index": _entries_json(plan.index_entries)},
+            {"old": base.head, "new": commit, "index": entries_json(plan.index_entries)},
             indent=None,
         )
         subject = message.split("\n", 1)[0]
@@ -697,7 +590,7 @@ def _publish(
             )
         _checkpoint("after-update-ref")
         try:
-            _sync_index(repo, plan.index_entries)
+            sync_index(repo, plan.index_entries)
         except PlanBuildError as exc:
             raise PlanBuildError(
                 f"committed {commit[:12]}, but your index could not be updated yet: {exc.what}",
@@ -715,8 +608,11 @@ __all__ = [
     "Plan",
     "build_plan",
     "clean_message",
+    "pending_path",
+    "read_pending",
     "recover",
     "repo_lock",
     "review_gate",
     "run",
+    "tidy",
 ]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import os
 import re
 import time
@@ -22,8 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import psutil
 
 from plan_build import interrupts, proc, redact, snapshot
 from plan_build.context import Session
@@ -44,6 +41,7 @@ from plan_build.dispatch.evidence import (
     running_block,
     tail,
 )
+from plan_build.dispatch.lock import DispatchLock as Lock
 from plan_build.dispatch.scope import DEFAULT_BYPRODUCTS, Byproducts, Scope, byproduct_problem
 from plan_build.dispatch.taskfile import (
     BLOCKED,
@@ -150,81 +148,7 @@ def repo_files(repo: Repo) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        return psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
 # ----------------------------------------------------------------------------- state
-
-
-class Lock:
-    """One dispatch at a time per repository (all worktrees share the state dir)."""
-
-    def __init__(self, path: Path, task_id: str) -> None:
-        self.path = path
-        self.task_id = task_id
-        self.held = False
-
-    def holder(self) -> dict[str, Any] | None:
-        try:
-            data = read_json(self.path)
-            pid = int(data["pid"])
-        except (OSError, ValueError, KeyError, TypeError, StateFileError):
-            return None  # gone or garbage: a lock nobody holds
-        return data if pid != os.getpid() and _pid_alive(pid) else None
-
-    def acquire(self) -> list[int]:
-        """Take the lock; a dead holder's recorded process group is stopped first (a Codex
-        that survived it must not keep editing). Returns the pids stopped."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({"pid": os.getpid(), "task": self.task_id, "at": telemetry.now()})
-        stopped: list[int] = []
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:
-                held = self.holder()
-                if held is not None:
-                    raise usage(
-                        f"another dispatch is running ({held.get('task')}, pid {held['pid']})",
-                        "wait for it to finish; one task runs at a time",
-                    ) from None
-                stopped.extend(self._stop_survivors())
-                with contextlib.suppress(FileNotFoundError):
-                    self.path.unlink()
-                continue
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(payload)
-            self.held = True
-            return stopped
-        raise usage("could not take the dispatch lock", f"remove {self.path} if no dispatch runs")
-
-    def _stop_survivors(self) -> list[int]:
-        try:
-            group = json.loads(self.path.read_text(encoding="utf-8")).get("group") or {}
-            pgid, started = int(group["pgid"]), float(group["started"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return []
-        return proc.stop_survivors(pgid, started)
-
-    def record_group(self, pgid: int) -> None:
-        """Note the process group now running (Codex or a check), for a later takeover."""
-        started = proc.started_at(pgid)
-        if not self.held or started is None:
-            return
-        data = {"pid": os.getpid(), "task": self.task_id, "at": telemetry.now()}
-        data["group"] = {"pgid": pgid, "started": started}
-        with contextlib.suppress(OSError):
-            atomic_write(self.path, json.dumps(data))
-
-    def release(self) -> None:
-        if self.held:
-            with contextlib.suppress(FileNotFoundError):
-                self.path.unlink()
-            self.held = False
 
 
 def _task_state_path(repo: Repo, task_id: str) -> Path:

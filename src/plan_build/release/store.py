@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build import clock
+from plan_build import clock, locks
 from plan_build.fsutil import StateFileError, loads_json
 from plan_build.release import (
     MANIFEST,
@@ -143,40 +143,35 @@ class Store:
     def locked(self) -> Iterator[None]:
         """Hold the writers' lock; if another writer holds it, say so and wait."""
         _require_posix()
-        import fcntl
 
+        def waiting(holder: locks.Record) -> None:
+            self.console.say(
+                f"waiting for another plan-build release command (pid {locks.holder_pid(holder)})"
+                " to finish …"
+            )
+
+        lock = locks.FileLock(self.lock_path)
         try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            lock.acquire(wait=True, on_wait=waiting)
         except OSError as exc:
             raise os_error(exc, self.lock_path, "lock the releases root") from None
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
-                self.console.say(
-                    f"waiting for another plan-build release command (pid {holder}) to finish …"
-                )
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             checkpoint("locked")
             yield
         finally:
-            os.close(fd)  # closing releases the lock; a killed holder releases it too
+            lock.release()  # a killed holder's flock goes with it
 
     @contextlib.contextmanager
     def bind_locked(self) -> Iterator[None]:
-        """Keep out runs that are resolving `current` and taking a lease (they hold it shared)."""
+        """Keep out runs that are resolving `current` and taking a lease (they hold it shared:
+        the launcher and runrelease.hold)."""
         _require_posix()
-        import fcntl
-
-        fd = os.open(self.bind_lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        lock = locks.FileLock(self.bind_lock_path)
+        lock.acquire(wait=True)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
-            os.close(fd)
+            lock.release()
 
     def reap(self) -> list[str]:
         """Remove what killed runs left: staging dirs, downloads, trash, temporary links.

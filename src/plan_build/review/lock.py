@@ -2,8 +2,10 @@
 
 Compatible with codex-review in both directions: its locks stop plan-build and plan-build's
 stop it. A lock is stale when its pid is missing, garbage or dead - or, unlike codex-review,
-when the live process with that pid started after the lock was taken (the pid was reused).
-A lock younger than a few seconds without a pid is still being written and counts as held.
+when the live process with that pid started after the lock was taken (the pid was reused):
+the core rule, `plan_build.locks.owner_alive`, with the lock dir's mtime as "taken" because
+the shared format records no start time. A lock younger than a few seconds without a pid is
+still being written and counts as held.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import shutil
 import time
 from pathlib import Path
 
-from plan_build.claudesessions import create_time, pid_alive
 from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.locks import owner_alive
 from plan_build.review.layout import WorkflowDir, guard
 
 FRESH = 5.0  # seconds a lock without a pid file is presumed to be mid-creation
@@ -53,10 +55,7 @@ def is_stale(lock: Path) -> bool:
         return True
     if pid is None:
         return time.time() - taken > FRESH
-    if not pid_alive(pid):
-        return True
-    began = create_time(pid)
-    return began is not None and began > taken + 1.0
+    return not owner_alive(pid, written=taken)
 
 
 def held_by_other(wdir: WorkflowDir) -> int | None:
