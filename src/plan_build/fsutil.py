@@ -82,16 +82,11 @@ def owner_tag() -> str:
 
 
 def owner_gone(pid: int, started: int) -> bool:
-    """The review lock's rule (review/lock.py): the owner is gone when its pid is dead, or
-    when the live process with that pid is not the one that started then (the pid was reused)."""
-    from plan_build.proctree import pid_alive
+    """The owner of a tagged temp name is gone: the one pid-reuse rule (locks.owner_alive),
+    with the tag's whole-second start time (0: unknown, the pid alone decides)."""
+    from plan_build.locks import owner_alive
 
-    if pid == os.getpid():
-        return False
-    if not pid_alive(pid):
-        return True
-    began = _started(pid)
-    return bool(started) and began is not None and abs(began - started) > 1
+    return pid != os.getpid() and not owner_alive(pid, float(started) if started else None)
 
 
 def sweep(directory: Path, prefix: str = "") -> list[Path]:
