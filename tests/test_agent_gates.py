@@ -181,12 +181,12 @@ def test_the_ancestry_alone_refuses_in_process() -> None:
 
 
 def test_identity_and_enhance_approvals_refuse_inside_an_agent(repo: Path) -> None:
-    from plan_build.startup import enhance, identity, workflow
+    from plan_build.startup import chain, enhance, identity
 
     session, _, _ = make_session(repo, answers=["y"])
     session.env["CLAUDECODE"] = "1"
     with pytest.raises(PlanBuildError) as err:
-        workflow.resolve_identity(session, gitrepo.discover(repo), dry_run=False, blockers=[])
+        chain.resolve_identity(session, gitrepo.discover(repo), dry_run=False, blockers=[])
     assert err.value.code == ExitCode.APPROVAL
     assert "ask the user to run `plan-build identity --set" in str(err.value)
     assert not (repo / identity.FILENAME).exists()

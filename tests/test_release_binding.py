@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from plan_build import runrelease
 from plan_build.context import Session
 from plan_build.release import actions, binding, fetch
 from plan_build.release.store import Store
@@ -60,11 +61,11 @@ def test_a_session_hands_its_release_to_children_and_leases_it(
         assert session.env["PLAN_BUILD_RELEASE"] == real
         assert os.environ["PLAN_BUILD_RELEASE"] == real  # for children started without env=
         assert binding.leases(root) == {a: [os.getpid()]}
-        assert binding.hold(root / "releases" / a) is binding.hold(root / "current")  # once
+        assert runrelease.hold(root / "releases" / a) is runrelease.hold(root / "current")  # once
     finally:
-        for lease in list(binding._held.values()):
+        for lease in list(runrelease._held.values()):
             lease.release_now()
-        binding._held.clear()
+        runrelease._held.clear()
     assert binding.leases(root) == {}
 
 
@@ -72,7 +73,7 @@ def test_a_bundle_outside_a_root_is_used_but_not_leased(tmp_path: Path) -> None:
     digest = fake_bundle(tmp_path / "bundle")
     res = locate({"PLAN_BUILD_RELEASE": str(tmp_path / "bundle")})
     assert res.release_id == digest[:16]
-    assert binding.hold(tmp_path / "bundle") is None
+    assert runrelease.hold(tmp_path / "bundle") is None
 
 
 def test_the_real_zipapp_binds_to_its_own_release_even_through_current(

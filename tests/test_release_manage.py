@@ -48,7 +48,7 @@ def bound_run(root: Path) -> Iterator[callable]:  # type: ignore[valid-type]
         code = (
             "import sys\n"
             "from pathlib import Path\n"
-            "from plan_build.release.binding import hold\n"
+            "from plan_build.runrelease import hold\n"
             f"assert hold(Path({str(root / 'releases' / release_id)!r}))\n"
             "print('bound', flush=True)\n"
             "sys.stdin.read()\n"

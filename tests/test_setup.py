@@ -20,7 +20,7 @@ import pytest
 
 from plan_build.errors import PlanBuildError
 from plan_build.startup import setup as setup_mod
-from plan_build.startup import sources
+from plan_build.startup import setupstep, sources
 from tests.conftest import ROOT, Stubs, git
 from tests.support.memserver import MemoryServer
 from tests.support.sessions import make_session
@@ -558,7 +558,7 @@ def test_an_output_tail_drops_codex_backtraces_and_path_warnings() -> None:
         "Error: failed to resolve local marketplace source path: No such file or directory\n\n"
         "Stack backtrace:\n   0: <unknown>\n   1: <unknown>\n"
     )
-    assert setup_mod.tail("", err) == (
+    assert setupstep.tail("", err) == (
         "Error: failed to resolve local marketplace source path: No such file or directory",
     )
-    assert setup_mod.tail("\n".join(str(i) for i in range(9))) == ("4", "5", "6", "7", "8")
+    assert setupstep.tail("\n".join(str(i) for i in range(9))) == ("4", "5", "6", "7", "8")

@@ -12,7 +12,7 @@ import pytest
 
 from plan_build import fsutil, gitrepo
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.startup import identity, records
+from plan_build.startup import architectrecords, identity
 from tests.conftest import git
 from tests.dispatch_support import codex_edits, make_plan
 from tests.support.reviewkit import CLEAN, codex_rule, only_workflow, tree_bytes
@@ -113,7 +113,7 @@ def test_archives_refuse_a_linked_docs_archive(repo: Path, outside: Path) -> Non
     (repo / "docs").mkdir()
     (repo / "docs" / "archive").symlink_to(outside)
     with pytest.raises(PlanBuildError) as err:
-        records.archive(repo)
+        architectrecords.archive(repo)
     assert f"{repo / 'docs' / 'archive'} is a symbolic link" in err.value.what
     assert listing(outside) == []
     assert (repo / "SPEC.md").read_text() == "# spec\n"
@@ -124,7 +124,7 @@ def test_a_record_linked_to_a_file_elsewhere_is_not_archived(repo: Path, outside
     secret.write_text("private\n")
     (repo / "SPEC.md").symlink_to(secret)
     with pytest.raises(PlanBuildError):
-        records.archive(repo)
+        architectrecords.archive(repo)
     assert not (repo / "docs").exists()
     assert secret.read_text() == "private\n"
 

@@ -4,6 +4,11 @@ Argument lists only (never a shell), a timeout on every call, stdin closed unles
 meant, and the child's whole process tree killed on timeout or Ctrl-C. Unit tests that fake one
 process's output use pytest-subprocess (it patches `subprocess.Popen`); flows, timeouts and
 kills are tested with stub executables on PATH (docs/adr/0001).
+
+Over 400 lines on purpose: this is the only module that may import `subprocess` (ruff's
+banned-api rule), so starting, waiting, killing a tree, reaping a dead run's survivors and the
+attached and detached children all live here; splitting them would hand the `Popen` objects
+across modules. The supervisor program it starts is `plan_build.supervisor`.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:  # loaded only to stop a process tree: read-only commands start faster
     import psutil
 
+from plan_build import supervisor
 from plan_build.errors import ExitCode, PlanBuildError
 
 log = logging.getLogger("plan_build.proc")
@@ -131,8 +137,9 @@ def run(
     when `check` is true. `heartbeat(elapsed)` is called every `heartbeat_every` seconds while
     the command runs, so long reviews can show they are alive. Setting `cancel` (from another
     thread) kills the command's tree and raises CommandCancelled. `supervised` runs the command
-    under a small supervisor (SUPERVISOR) so no process of its tree outlives this one, even
-    after a SIGKILL; `on_start(pid)` gets the pid (= process group id) of the started child.
+    under a small supervisor (`plan_build.supervisor`) so no process of its tree outlives this
+    one, even after a SIGKILL; `on_start(pid)` gets the pid (= process group id) of the started
+    child.
     """
     args, code, out, err, seconds = _execute(
         argv,
@@ -268,89 +275,6 @@ def _start(
         ) from exc
 
 
-# The supervisor: started in the command's new session, it becomes a child subreaper (orphaned
-# descendants are re-parented to it, so they stay findable), runs the command in its own
-# process group and waits. When the command exits, or when the lifeline pipe from plan-build
-# reaches EOF (plan-build exited or was SIGKILLed: the kernel closes its end), it stops the
-# whole group and every descendant, then exits with the command's status.
-SUPERVISOR = r"""
-import ctypes, os, signal, sys, threading, time
-fd = int(sys.argv[1]); grace = float(sys.argv[2]); argv = sys.argv[3:]
-try:
-    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-except Exception:
-    pass
-me = os.getpid()
-def descendants():
-    kids = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:  # no procfs (not Linux): only what proc.py's own kill reaches
-        names = []
-    for name in names:
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            kids.setdefault(ppid, []).append(int(name))
-    found, todo = [], [me]
-    while todo:
-        for pid in kids.get(todo.pop(), []):
-            found.append(pid); todo.append(pid)
-    return found
-def stop():
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in descendants():
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass
-        end = time.monotonic() + grace
-        while time.monotonic() < end:
-            try:
-                while os.waitpid(-1, os.WNOHANG)[0]:
-                    pass
-            except ChildProcessError:
-                return
-            if not descendants():
-                return
-            time.sleep(0.05)
-def watch():
-    while os.read(fd, 1):
-        pass
-    stop()
-    os._exit(137)
-try:
-    pid = os.fork()
-except OSError:
-    os._exit(126)
-if pid == 0:
-    os.close(fd)
-    try:
-        os.execvp(argv[0], argv)
-    except OSError as exc:
-        os.write(2, f"{argv[0]}: {exc}\n".encode()); os._exit(127)
-threading.Thread(target=watch, daemon=True).start()
-for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-    signal.signal(sig, lambda s, f: (stop(), os._exit(128 + s)))
-while True:
-    try:
-        got, status = os.waitpid(pid, 0)
-        break
-    except ChildProcessError:
-        status = 0; break
-    except InterruptedError:
-        continue
-stop()
-code = os.waitstatus_to_exitcode(status)
-if code < 0:
-    signal.signal(-code, signal.SIG_DFL); os.kill(me, -code)
-os._exit(code)
-"""
-
-
 def _start_supervised(
     args: list[str],
     *,
@@ -358,21 +282,15 @@ def _start_supervised(
     env: Mapping[str, str] | None,
     text: bool,
 ) -> tuple[subprocess.Popen[Any], int]:
-    """Start `args` under SUPERVISOR; returns the child and the write end of its lifeline."""
+    """Start `args` under `plan_build.supervisor`; returns the child and its lifeline's write
+    end."""
     program = which(args[0], env) if os.sep not in args[0] else args[0]
     if program is None:
         raise CommandNotFound(args[0])
-    import sys
-
     read_end, write_end = os.pipe()
     try:
         child = _start(
-            [
-                sys.executable,
-                *("-I", "-S", "-c", SUPERVISOR),
-                *(str(read_end), str(kill_grace()), program),
-                *args[1:],
-            ],
+            supervisor.argv(read_end, kill_grace(), program, args[1:]),
             cwd=cwd,
             env=env,
             has_input=False,

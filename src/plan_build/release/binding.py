@@ -2,7 +2,8 @@
 
 The lease itself (and which release this run comes from) lives in the core leaf
 `plan_build.runrelease`, because `resources` and `context` need it before any feature loads;
-this module adds what only the release commands need: listing and reaping leases for `gc`.
+this module adds what only the release commands need: listing and reaping leases for `gc`,
+and the `run_release` name the launchers of earlier releases import (docs/adr/0110).
 """
 
 from __future__ import annotations
@@ -13,19 +14,6 @@ import sys
 from pathlib import Path
 
 from plan_build.fsutil import StateFileError, loads_json
-from plan_build.runrelease import ENV, Lease, _held, hold, release_id_of, root_of, running_bundle
-
-__all__ = [
-    "ENV",
-    "Lease",
-    "_held",
-    "hold",
-    "leases",
-    "release_id_of",
-    "root_of",
-    "run_release",
-    "running_bundle",
-]
 
 
 def leases(root: Path, *, reap: bool = False) -> dict[str, list[int]]:

@@ -4,6 +4,9 @@ The bundle holds `plan-build.pyz` (a zipapp of plan_build and its pure-Python de
 with bytecode compiled for the building interpreter), the two workflow skills, the templates
 and MANIFEST.sha256. Building the same checkout with the same interpreter and dependency
 versions gives the same bytes, so the same release id.
+
+Here: what the build reads from the checkout (skills, templates, version), the zipapp and the
+archive. Which installed distributions ship, and their files, is `dependencies`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import gzip
 import io
 import json
 import os
-import re
 import shutil
 import sys
 import tarfile
@@ -30,6 +32,7 @@ from plan_build.release import (
     PYZ,
     SKILL,
     TEMPLATES,
+    dependencies,
     disk,
     invalid,
     manifest,
@@ -38,9 +41,6 @@ from plan_build.release import (
 from plan_build.release.validate import VERSION_RE, front_matter_error
 
 PACKAGE = "plan_build"
-NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
-SKIPPED_SUFFIXES = (*NATIVE_SUFFIXES, ".pyc", ".pyo", ".pth", ".exe")
-SKIPPED_METADATA = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 COMPILE_TIMEOUT = 120.0
 
 # The zipapp's entry point. It makes every later import read the release's own file (never a
@@ -233,93 +233,6 @@ def _plain_files(top: Path, checkout: Path) -> Iterator[Path]:
                 yield Path(current) / name
 
 
-# ------------------------------------------------------------------------------ dependencies
-
-
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _requirement_name(requirement: str) -> str:
-    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-    return match.group(1) if match else requirement.strip()
-
-
-def dependency_closure(requirements: list[str]) -> list[metadata.Distribution]:
-    """The installed distributions plan-build needs at run time (extras left out)."""
-    pins = {}
-    for requirement in requirements:
-        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;,]+)", requirement)
-        if match:
-            pins[_normal(match.group(1))] = match.group(2)
-    seen: dict[str, metadata.Distribution] = {}
-    queue = list(requirements)
-    while queue:
-        requirement = queue.pop(0)
-        marker = requirement.split(";", 1)[1] if ";" in requirement else ""
-        if "extra" in marker:
-            continue
-        name = _normal(_requirement_name(requirement))
-        if name in seen or name == "plan-build":
-            continue
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            if marker:
-                continue  # a dependency for another platform or Python
-            raise unavailable(
-                f"cannot build a release: {name} is not installed in this Python "
-                f"({sys.executable})",
-                "install plan-build's dependencies first: pip install -e <checkout>",
-            ) from None
-        pinned = pins.get(name)
-        if pinned and dist.version != pinned:
-            raise unavailable(
-                f"cannot build a release: pyproject pins {name}=={pinned} but this Python has "
-                f"{dist.version}",
-                "reinstall the pinned dependencies: pip install -e <checkout>",
-            )
-        seen[name] = dist
-        queue.extend(dist.requires or [])
-    return [seen[name] for name in sorted(seen)]
-
-
-def _dist_files(dist: metadata.Distribution) -> tuple[dict[str, Path], bool]:
-    """Files of `dist` to bundle (relative name → path) and whether it had native code."""
-    if dist.files is None:
-        raise unavailable(
-            f"cannot build a release: {dist.metadata['Name']} has no file list (RECORD)",
-            f"reinstall it: pip install --force-reinstall {dist.metadata['Name']}",
-        )
-    chosen: dict[str, Path] = {}
-    native = False
-    for entry in dist.files:
-        rel = entry.as_posix()
-        parts = rel.split("/")
-        if rel.endswith(NATIVE_SUFFIXES):
-            native = True
-        if (
-            ".." in parts
-            or "__pycache__" in parts
-            or rel.endswith(SKIPPED_SUFFIXES)
-            or parts[0].startswith(("_editable", "__editable__"))
-            or (parts[0].endswith(".dist-info") and parts[-1] in SKIPPED_METADATA)
-        ):
-            continue
-        chosen[rel] = Path(str(entry.locate()))
-    return chosen, native
-
-
-def _top_level(names: list[str]) -> list[str]:
-    tops = set()
-    for rel in names:
-        head = rel.split("/", 1)[0]
-        if head.endswith(".dist-info") or head.endswith(".data"):
-            continue
-        tops.add(head[:-3] if head.endswith(".py") and "/" not in rel else head)
-    return sorted(tops)
-
-
 # ----------------------------------------------------------------------------------- build
 
 
@@ -340,7 +253,7 @@ def build(checkout: Path, out: Path, *, python: str = sys.executable) -> Built:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise unavailable(f"cannot read {checkout}/pyproject.toml: {exc}") from None
     requirements = list(project.get("project", {}).get("dependencies", []))
-    dists = dependency_closure(requirements)
+    dists = dependencies.closure(requirements)
     try:
         out.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=out))
@@ -370,22 +283,7 @@ def _build_in(
     dists: list[metadata.Distribution],
     python: str,
 ) -> Built:
-    owners: dict[str, str] = {}
-    files: list[tuple[str, str]] = []
-    native_dists: list[tuple[list[str], list[str]]] = []  # (top-level modules, metadata files)
-    for dist in dists:
-        name = str(dist.metadata["Name"])
-        chosen, native = _dist_files(dist)
-        for rel, path in chosen.items():
-            if rel in owners:
-                raise unavailable(
-                    f"cannot build a release: {rel} comes from both {owners[rel]} and {name}"
-                )
-            owners[rel] = name
-            files.append((rel, str(path)))
-        if native:
-            meta = [r for r in chosen if r.split("/", 1)[0].endswith(".dist-info")]
-            native_dists.append((_top_level(list(chosen)), meta))
+    files, native_dists = dependencies.bundled_files(dists)
     source = checkout / "src" / PACKAGE
     for current, dirs, names in os.walk(source):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
@@ -438,7 +336,7 @@ def _assemble(
     *,
     files: list[tuple[str, str]],
     probe: list[str],
-    native_dists: list[tuple[list[str], list[str]]],
+    native_dists: list[dependencies.NativeDist],
     python: str,
 ) -> list[str]:
     """Write the zipapp; return the modules left out because they need native code."""

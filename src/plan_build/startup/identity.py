@@ -2,6 +2,8 @@
 
 One id per repository, shared by every clone and worktree, so Claude and Codex read and write
 one memory scope. The id is committed: a work-tree value that differs from HEAD is refused.
+The `identity [--set ID]` command's steps (`show`, `set_value`) live here too; its task only
+finds the repository and picks one.
 """
 
 from __future__ import annotations
@@ -159,6 +161,41 @@ def created(value: str) -> PlanBuildError:
         f"{commit_command()}  # then rerun",
         code=ExitCode.IDENTITY_CREATED,
     )
+
+
+def set_value(session: Session, repo: Repo, new_value: str) -> None:
+    """`identity --set ID`: write the id; a new (uncommitted) value stops for the commit
+    (exit 5), while the committed value already in place, or restored, is a plain success."""
+    value = validate(new_value, where="the id given to --set")
+    head = committed_value(repo)
+    current = repo.root / FILENAME
+    if (
+        current.exists()
+        and current.read_text(encoding="utf-8").strip() == value
+        and (head is not None and head.strip() == value)
+    ):
+        session.console.say(f'{FILENAME} is already "{value}" and committed')
+        return
+    write(repo, value)
+    if head is not None and head.strip() == value:
+        session.console.say(f'{FILENAME} restored to the committed "{value}"')
+        return
+    raise created(value)
+
+
+def show(session: Session, repo: Repo) -> None:
+    """`identity`: print the id on stdout; without one, offer it as `plan` does (`offer`); an
+    uncommitted one is printed, then refused (exit 3)."""
+    ident = read(repo)
+    if ident is None:
+        offer(session, repo)
+    session.stdout.write(ident.value + "\n")
+    if not ident.committed:
+        raise PlanBuildError(
+            f'{FILENAME} ("{ident.value}") is not committed',
+            commit_command(),
+            code=ExitCode.PREFLIGHT,
+        )
 
 
 def offer(session: Session, repo: Repo, proposal: str | None = None) -> NoReturn:

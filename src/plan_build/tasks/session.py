@@ -19,7 +19,7 @@ from plan_build.errors import usage
 )
 def plan(c: Any, yolo: bool = False, prompt: bool = False, dry_run: bool = False) -> None:
     """Standard workflow: preflight, identity, your request (end with EOF), then Claude Code."""
-    from plan_build.startup.workflow import Request, start
+    from plan_build.startup.chain import Request, start
 
     start(Session.from_process(), Request("standard", yolo=yolo, prompt=prompt, dry_run=dry_run))
 
@@ -33,7 +33,7 @@ def plan(c: Any, yolo: bool = False, prompt: bool = False, dry_run: bool = False
 )
 def architect(c: Any, new: bool = False, yolo: bool = False, dry_run: bool = False) -> None:
     """Architect workflow: Claude writes documents, Codex writes code through dispatch."""
-    from plan_build.startup.workflow import Request, start
+    from plan_build.startup.chain import Request, start
 
     start(Session.from_process(), Request("architect", yolo=yolo, new=new, dry_run=dry_run))
 
@@ -72,9 +72,15 @@ def preflight(c: Any, mode: str = "standard", json: bool = False) -> None:
 @command(help={"set": "write this id to .agentmemory-project (then commit it)"})
 def identity(c: Any, set: str = "") -> None:
     """Show, validate or create the repository's AgentMemory identity."""
-    from plan_build.startup.identity_task import run
+    from plan_build.gitrepo import discover
+    from plan_build.startup import identity as ident
 
-    run(Session.from_process(), set or None)
+    session = Session.from_process()
+    repo = discover(session.cwd, session.env)
+    if set:
+        ident.set_value(session, repo, set)
+    else:
+        ident.show(session, repo)
 
 
 @command(help={"json": "print the report as JSON on stdout"})

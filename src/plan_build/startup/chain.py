@@ -16,7 +16,7 @@ from plan_build.context import Session
 from plan_build.delivery import baseline
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
-from plan_build.startup import identity, launch, preflight, records
+from plan_build.startup import architectrecords, identity, launch, preflight
 from plan_build.startup.payload import read_payload
 
 
@@ -166,7 +166,7 @@ def architect_context(
 ) -> dict[str, object]:
     if not new:
         return {"start_mode": "resume", "archived": [], "archive_dir": ""}
-    result = records.archive(repo.root, dry_run=dry_run)
+    result = architectrecords.archive(repo.root, dry_run=dry_run)
     rel = str(result.directory.relative_to(repo.root))
     if result.moved and announce:
         verb = "would archive" if dry_run else "archived"

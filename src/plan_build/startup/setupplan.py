@@ -1,0 +1,198 @@
+"""The `setup` plan: each failing readiness check becomes a step, in dependency order.
+
+The tools come first (npm installs of claude and codex), then the plugins that need them,
+AgentMemory, the skills and launcher, and the identity file; a failure without a mechanical
+remedy becomes an item for the user. The runnable steps lead, the user's items follow.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+from plan_build import proc
+from plan_build.checks import Check
+from plan_build.context import Session
+from plan_build.errors import PlanBuildError
+from plan_build.startup import preflight, sources
+from plan_build.startup.setupmemory import memory_steps
+from plan_build.startup.setupplugins import claude_steps, codex_steps
+from plan_build.startup.setupstep import (
+    NPM_TIMEOUT,
+    QUERY_TIMEOUT,
+    Options,
+    Planner,
+    Result,
+    Step,
+)
+
+
+def plan(session: Session, report: preflight.Report, opts: Options) -> list[Step]:
+    config = None
+    if report.repo is not None:
+        from plan_build.config import load
+
+        config = load(report.repo.root)
+    p = Planner(session, report, opts, config)
+    tools = tool_steps(p)
+    claude_steps(p, tools.get("claude"))
+    codex_steps(p, tools.get("codex"))
+    memory_steps(p)
+    skill_steps(p)
+    identity_steps(p)
+    for check in report.checks:  # whatever is left is the user's to do
+        if check.failed and check.id not in p.covered:
+            p.manual(check.id, check.detail, check.remediation or "see the report")
+    runnable = [s for s in p.steps if s.runs]
+    return runnable + [s for s in p.steps if not s.runs]
+
+
+def tool_steps(p: Planner) -> dict[str, str]:
+    planned: dict[str, str] = {}
+    npm = proc.which("npm", p.env)
+    prefix: list[str] = []
+    for name in ("claude", "codex"):
+        check = p.failed(f"tool.{name}")
+        if check is None:
+            continue
+        spec = sources.npm_spec(name, latest=p.opts.latest)
+        if proc.which(name, p.env) is not None:  # there, but broken: not mechanical
+            p.manual(check.id, check.detail, check.remediation or f"npm install -g {spec}")
+            continue
+        if npm is None:
+            p.manual(
+                check.id,
+                f"install {name}: npm is not on PATH",
+                f"install Node.js with npm (https://nodejs.org, or your package manager), "
+                f"then: npm install -g {spec}",
+            )
+            continue
+        if not prefix:
+            prefix.append(npm_prefix(p, npm))
+        argv = [npm, "install", "-g", spec]
+        planned[name] = p.add(
+            Step(
+                id=f"tool.{name}",
+                check=check.id,
+                title=f"install {name} ({spec}) with npm",
+                command=proc.quote(["npm", "install", "-g", spec]),
+                changes=(f"npm's global packages under {p.short(prefix[0])}",),
+                remedy=(
+                    "read npm's error above; if the global directory needs root, point npm at a "
+                    "directory of yours (npm config set prefix ~/.local) and rerun - plan-build "
+                    "never uses sudo"
+                ),
+                action=partial(p.run_argv, argv, NPM_TIMEOUT),
+                verify=partial(tool_problem, p, name, prefix[0]),
+            )
+        )
+    check = p.failed("tool.coderabbit")
+    if check is not None and proc.which("coderabbit", p.env) is None:
+        p.manual(
+            check.id,
+            "install CodeRabbit yourself (plan-build never pipes a download into a shell)",
+            sources.CODERABBIT_INSTALL + "   # or: brew install coderabbit",
+        )
+    return planned
+
+
+def npm_prefix(p: Planner, npm: str) -> str:
+    try:
+        r = proc.run([npm, "prefix", "-g"], cwd=p.cwd, env=p.env, timeout=QUERY_TIMEOUT)
+    except PlanBuildError:
+        return "npm's global prefix"
+    return r.stdout.strip() if r.ok and r.stdout.strip() else "npm's global prefix"
+
+
+def tool_problem(p: Planner, name: str, prefix: str) -> str | None:
+    path = proc.which(name, p.env)
+    if path is None:
+        return (
+            f"npm installed it, but `{name}` is not on PATH: add {prefix}/bin to PATH "
+            "(plan-build never edits shell startup files)"
+        )
+    checks = preflight.tool_probe(p.session, name)()
+    check = checks if isinstance(checks, Check) else checks[0]
+    return None if check.status == "pass" else check.detail
+
+
+def skill_steps(p: Planner) -> None:
+    from plan_build.release import SKILL_DIRS, root_dir
+    from plan_build.release import install as installer
+
+    root = root_dir(p.env)
+    home = p.session.home
+    if not (root / "current").is_symlink():
+        return  # nothing to link to: a failing skill check stays the user's (see its fix)
+    links = {
+        home / ".claude" / "skills" / d / "SKILL.md": root / "current" / n
+        for n, d in SKILL_DIRS.items()
+    }
+    launcher = home / ".local" / "bin" / "plan-build"
+    missing = [
+        link
+        for link, target in links.items()
+        if not (link.is_symlink() and os.readlink(link) == str(target))
+    ]
+    if not missing and installer._is_ours_launcher(launcher):
+        return
+
+    def install() -> Result:
+        done = installer.install(
+            root, home, launcher.parent, force=False, path_env=p.env.get("PATH", "")
+        )
+        note = "" if done.on_path else f"; add {p.short(launcher.parent)} to PATH"
+        return Result(True, f"{len(done.changed)} installed{note}", tuple(done.changed))
+
+    p.add(
+        Step(
+            id="skills",
+            check="skill.readable",
+            title="link the Claude Code skills to the active release and install the launcher",
+            command="plan-build release.install",
+            changes=(*(p.short(link) for link in links), p.short(launcher)),
+            remedy="move the files it names away, or run plan-build release.install --force",
+            action=install,
+            verify=lambda: (
+                None
+                if all(link.is_symlink() for link in links)
+                else "the skill links are still missing"
+            ),
+        )
+    )
+
+
+def identity_steps(p: Planner) -> None:
+    from plan_build.startup import identity
+
+    repo = p.report.repo
+    if repo is None:
+        return
+    try:
+        ident = identity.read(repo)
+    except PlanBuildError as exc:
+        p.manual("identity", exc.what, exc.fix or "")
+        return
+    if ident is not None and not ident.committed:
+        p.manual("identity", f"commit {identity.FILENAME}", identity.commit_command())
+        return
+    if ident is not None:
+        return
+    proposal = identity.propose(repo)
+
+    def write() -> Result:
+        identity.write(repo, proposal)
+        return Result(True, f'wrote "{proposal}"; commit it: {identity.commit_command()}')
+
+    p.add(
+        Step(
+            id="identity",
+            check="identity",
+            title=f'write {identity.FILENAME} with the proposed id "{proposal}" (you commit it)',
+            command=f"plan-build identity --set {proposal}",
+            changes=(str(repo.root / identity.FILENAME),),
+            remedy="choose an id: plan-build identity --set <id>",
+            action=write,
+            verify=lambda: None if (repo.root / identity.FILENAME).is_file() else "not written",
+        )
+    )
