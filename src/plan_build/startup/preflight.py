@@ -11,14 +11,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from plan_build import __version__, proc
+from plan_build import __version__, proc, tools
 from plan_build import agentmemory as memory
 from plan_build.checks import Check, Probe, run_concurrently, to_json
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, discover
-from plan_build.interact import Choice
-from plan_build.startup import plugins, versions
+from plan_build.interact import Choice, isatty
+from plan_build.startup import enhancechecks, plugins
 
 Mode = Literal["standard", "architect"]
 VERSION_TIMEOUT = 10.0
@@ -80,16 +80,9 @@ class Report:
         }
 
 
-def _tty(stream: Any) -> bool:
-    try:
-        return bool(stream is not None and stream.isatty())
-    except (ValueError, AttributeError):
-        return False
-
-
 def check_terminal(session: Session, need: bool) -> Check:
     missing = [
-        name for name, s in (("stdin", session.stdin), ("stdout", session.stdout)) if not _tty(s)
+        name for name, s in (("stdin", session.stdin), ("stdout", session.stdout)) if not isatty(s)
     ]
     if not missing:
         return Check("terminal", "pass", "interactive")
@@ -125,43 +118,27 @@ def check_worktree(session: Session) -> tuple[Check, Repo | None]:
 
 def tool_probe(session: Session, name: str) -> Probe:
     def probe() -> Check:
-        path = proc.which(name, session.env)
         cid = f"tool.{name}"
-        if path is None:
+        a = tools.version(
+            name, env=session.env, home=session.home, cwd=session.cwd, timeout=VERSION_TIMEOUT
+        )
+        if a.path is None:
             return Check(cid, "fail", f"{name} is not on PATH", INSTALL.get(name))
-        cached = versions.lookup(session.env, session.home, path)
-        if cached is not None:  # the same executable answered before (startup/versions.py)
-            return Check(cid, "pass", version_of(name, cached) + f" ({path})")
-        try:
-            r = proc.run(
-                [path, "--version"], cwd=session.cwd, env=session.env, timeout=VERSION_TIMEOUT
-            )
-        except proc.CommandTimeout:
+        if a.problem == "timeout":
             return Check(
                 cid,
                 "fail",
                 f"{name} --version did not answer in {VERSION_TIMEOUT:g}s",
                 f"run `{name} --version` yourself to see what it waits for",
             )
-        except PlanBuildError as exc:
-            return Check(cid, "fail", f"{name} at {path} cannot run: {exc.what}", exc.fix)
-        first = (r.stdout.strip() or r.stderr.strip()).splitlines()[:1]
-        if not r.ok:
-            return Check(cid, "warn", f"{path} found, but `{name} --version` exited {r.returncode}")
-        line = first[0] if first else ""
-        if line:
-            versions.store(session.env, session.home, path, line)
-        return Check(cid, "pass", version_of(name, line) + f" ({path})")
+        if a.error is not None:
+            return Check(cid, "fail", f"{name} at {a.path} cannot run: {a.error.what}", a.error.fix)
+        if not a.ok:
+            said = f"{a.path} found, but `{name} --version` exited {a.returncode}"
+            return Check(cid, "warn", said)
+        return Check(cid, "pass", f"{name} {a.version or 'version unknown'} ({a.path})")
 
     return probe
-
-
-def version_of(name: str, line: str) -> str:
-    """`claude 2.1.332` from `2.1.332 (Claude Code)`, `codex 0.171.0` from `codex-cli 0.171.0`."""
-    import re
-
-    m = re.search(r"\d+(?:\.\d+)+", line)
-    return f"{name} {m.group(0) if m else 'version unknown'}"
 
 
 def check_safe_mode(session: Session) -> Check:
@@ -235,9 +212,7 @@ def run(session: Session, opts: Options) -> Report:
     probes: list[Probe] = [worktree]
     probes += [tool_probe(session, t) for t in ("git", "claude", "codex", "coderabbit")]
     if opts.prompt:  # `auggie` on PATH and its login: tool.auggie, auggie.login
-        from plan_build.startup import enhance
-
-        probes.append(enhance.preflight_probe(session))
+        probes.append(enhancechecks.preflight_probe(session))
     probes += [lambda: check_safe_mode(session), lambda: check_skill(session, opts.mode)]
     probes += memory_probes(session, opts)
     probes += [make(session) for make in opts.extra]
@@ -319,7 +294,7 @@ def render_ready(report: Report, session: Session) -> str:
 def settle(report: Report, session: Session, opts: Options) -> Report:
     """Print the report; resolve memory failures by asking; raise when the launch is blocked."""
     con = session.console
-    if report.ok and _tty(con.stream) and all(c.status == "pass" for c in report.checks):
+    if report.ok and isatty(con.stream) and all(c.status == "pass" for c in report.checks):
         con.say(render_ready(report, session))
     else:
         con.say(render(report, session))
