@@ -58,6 +58,7 @@ class Report:
     memory_mode: Literal["required", "degraded"] = "required"
     header: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    branch: str | None = None  # asked once, beside the probes (header and ready line)
 
     @property
     def blocking(self) -> list[Check]:
@@ -201,14 +202,14 @@ def memory_probes(session: Session, opts: Options) -> list[Probe]:
 
 def run(session: Session, opts: Options) -> Report:
     terminal = check_terminal(session, opts.need_terminal)
-    found: list[Repo | None] = []
+    found: list[tuple[Repo | None, str | None]] = []
 
     def worktree() -> Check:
         check, repo = check_worktree(session)
-        found.append(repo)
+        found.append((repo, repo.branch() if repo else None))
         return check
 
-    # the git checks run beside the probes, not before them
+    # the git checks (and the header's branch) run beside the probes, not before or after them
     probes: list[Probe] = [worktree]
     probes += [tool_probe(session, t) for t in ("git", "claude", "codex", "coderabbit")]
     if opts.prompt:  # `auggie` on PATH and its login: tool.auggie, auggie.login
@@ -219,8 +220,9 @@ def run(session: Session, opts: Options) -> Report:
     if opts.yolo:
         probes.append(lambda: check_yolo_root(session))
     checks = [terminal, *run_concurrently(probes)]
-    repo = found[0]
-    return Report(opts.mode, checks, repo, header=header(session, opts.mode, repo))
+    repo, branch = found[0]
+    head = header(session, opts.mode, repo, branch)
+    return Report(opts.mode, checks, repo, header=head, branch=branch)
 
 
 def rerun_memory(session: Session, opts: Options, report: Report) -> None:
@@ -228,9 +230,8 @@ def rerun_memory(session: Session, opts: Options, report: Report) -> None:
     report.checks = [fresh.get(c.id, c) for c in report.checks]
 
 
-def header(session: Session, mode: Mode, repo: Repo | None) -> str:
+def header(session: Session, mode: Mode, repo: Repo | None, branch: str | None) -> str:
     where = str(repo.root if repo else session.cwd)
-    branch = repo.branch() if repo else None
     return f"plan-build {__version__} · {mode} mode · {where}" + (f" ({branch})" if branch else "")
 
 
@@ -287,7 +288,7 @@ def _brief(check: Check) -> str:
 def render_ready(report: Report, session: Session) -> str:
     repo = report.repo
     where = repo.root.name if repo else session.cwd.name
-    branch = repo.branch() if repo else None
+    branch = report.branch
     return f"ready · {report.mode} · {where}" + (f" ({branch})" if branch else "")
 
 
