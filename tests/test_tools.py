@@ -74,3 +74,17 @@ def test_a_cancelled_probe_stops_the_tool_and_says_so(stubs: Stubs, private_home
 def test_several_tools_are_asked_at_once(stubs: Stubs, private_home: Path) -> None:
     found = tools.versions(["claude", "codex"], env=os.environ, home=private_home, timeout=10)
     assert [found["claude"].version, found["codex"].version] == ["2.1.332", "0.171.0"]
+
+
+def test_a_tool_that_gave_no_answer_is_one_failing_row(stubs: Stubs, private_home: Path) -> None:
+    stubs.rule("codex", {"match": ["--version"], "sleep": 30})
+    hung = tools.version("codex", env=os.environ, home=private_home, timeout=0.5)
+    row = tools.unanswered("tool.codex", hung, timeout=0.5, install="npm i -g @openai/codex")
+    assert row is not None
+    assert (row.status, row.detail) == ("fail", "codex --version did not answer in 0.5s")
+    gone = tools.Answer("codex", None, problem="missing")
+    row = tools.unanswered("tool.codex", gone, timeout=0.5, install="npm i -g @openai/codex")
+    assert row is not None
+    assert (row.detail, row.remediation) == ("codex is not on PATH", "npm i -g @openai/codex")
+    answered = tools.version("claude", env=os.environ, home=private_home, timeout=10)
+    assert tools.unanswered("tool.claude", answered, timeout=10, install=None) is None

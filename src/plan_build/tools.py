@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 from plan_build import fsutil, proc
+from plan_build.checks import Check
 from plan_build.errors import PlanBuildError
 
 FILENAME = "tool-versions.json"
@@ -161,6 +162,24 @@ def versions(
         return dict(zip(names, found, strict=True))
 
 
+def unanswered(check_id: str, a: Answer, *, timeout: float, install: str | None) -> Check | None:
+    """The failing row for a tool that gave no answer: not on PATH, silent for `timeout`
+    seconds, or not startable. None when it ran to an exit, which each caller words itself."""
+    if a.path is None:
+        return Check(check_id, "fail", f"{a.name} is not on PATH", install)
+    if a.problem == "timeout":
+        return Check(
+            check_id,
+            "fail",
+            f"{a.name} --version did not answer in {timeout:g}s",
+            f"run `{a.name} --version` yourself to see what it waits for",
+        )
+    if a.error is not None:
+        detail = f"{a.name} at {a.path} cannot run: {a.error.what}"
+        return Check(check_id, "fail", detail, a.error.fix)
+    return None
+
+
 # --- the version cache ------------------------------------------------------------------------
 
 
@@ -228,6 +247,7 @@ __all__ = [
     "key",
     "lookup",
     "store",
+    "unanswered",
     "version",
     "versions",
 ]

@@ -61,19 +61,9 @@ def tail(text: str, lines: int = 3) -> str:
 
 def _tool_check(env: Mapping[str, str], home: Path) -> Check:
     a = tools.version("auggie", env=env, home=home, cwd=home, timeout=CHECK_TIMEOUT)
-    if a.path is None:
-        return Check("tool.auggie", "fail", "auggie is not on PATH", INSTALL)
-    if a.problem == "timeout":
-        return Check(
-            "tool.auggie",
-            "fail",
-            f"auggie --version did not answer in {CHECK_TIMEOUT:g}s",
-            "run `auggie --version` yourself to see what it waits for",
-        )
-    if a.error is not None:
-        return Check(
-            "tool.auggie", "fail", f"auggie at {a.path} cannot run: {a.error.what}", a.error.fix
-        )
+    failed = tools.unanswered("tool.auggie", a, timeout=CHECK_TIMEOUT, install=INSTALL)
+    if failed is not None:
+        return failed
     if not a.ok:
         return Check(
             "tool.auggie",

@@ -123,17 +123,9 @@ def tool_probe(session: Session, name: str) -> Probe:
         a = tools.version(
             name, env=session.env, home=session.home, cwd=session.cwd, timeout=VERSION_TIMEOUT
         )
-        if a.path is None:
-            return Check(cid, "fail", f"{name} is not on PATH", INSTALL.get(name))
-        if a.problem == "timeout":
-            return Check(
-                cid,
-                "fail",
-                f"{name} --version did not answer in {VERSION_TIMEOUT:g}s",
-                f"run `{name} --version` yourself to see what it waits for",
-            )
-        if a.error is not None:
-            return Check(cid, "fail", f"{name} at {a.path} cannot run: {a.error.what}", a.error.fix)
+        failed = tools.unanswered(cid, a, timeout=VERSION_TIMEOUT, install=INSTALL.get(name))
+        if failed is not None:
+            return failed
         if not a.ok:
             said = f"{a.path} found, but `{name} --version` exited {a.returncode}"
             return Check(cid, "warn", said)
