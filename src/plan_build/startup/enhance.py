@@ -6,6 +6,10 @@ rewrite the request and to answer between tags it then parses (docs/adr/0030). U
 lets Auggie index the repository, Auggie runs in an empty temporary workspace (docs/adr/0031).
 Nothing is used without the user's approval; Ctrl-C or SIGTERM at any point kills Auggie's
 whole process tree, removes the temporary files and ends with exit 130 (docs/adr/0032).
+
+Here: Auggie's run and the rewrite (instruction, argv, reply parsing, the no-edit guard) and
+the steps. Its readiness checks are startup/enhancechecks.py, the approval loop
+startup/enhanceapproval.py, the terminal handling interact.py.
 """
 
 from __future__ import annotations
