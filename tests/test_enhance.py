@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
+from plan_build import interact
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.interact import Choice
 from plan_build.resources import locate
-from plan_build.startup import enhance
+from plan_build.startup import enhance, enhancechecks
 from plan_build.startup.enhance import TAG, Enhanced, enhance_payload
 from plan_build.ui import Console
 from tests.conftest import Stubs
@@ -446,7 +447,7 @@ def by_id(checks: list[Any]) -> dict[str, Any]:
 
 def test_checks_pass_with_auggie_and_a_session_file(stubs: Stubs, private_home: Path) -> None:
     write_session(private_home, json.dumps(SESSION))
-    checks = enhance.auggie_checks(os.environ, private_home)
+    checks = enhancechecks.auggie_checks(os.environ, private_home)
     assert [c.id for c in checks] == ["tool.auggie", "auggie.login"]
     tool, login = checks
     assert (tool.status, login.status) == ("pass", "pass")
@@ -459,7 +460,7 @@ def test_auggie_missing_from_path(stubs: Stubs, private_home: Path) -> None:
     write_session(private_home, json.dumps(SESSION))
     stubs.remove("auggie")
     env = dict(os.environ, PATH=str(stubs.bin))
-    c = by_id(enhance.auggie_checks(env, private_home))
+    c = by_id(enhancechecks.auggie_checks(env, private_home))
     assert c["tool.auggie"].status == "fail"
     assert c["tool.auggie"].detail == "auggie is not on PATH"
     assert "npm install -g @augmentcode/auggie" in c["tool.auggie"].remediation
@@ -480,7 +481,7 @@ def test_a_missing_or_bad_session_file_fails_the_login_check(
 ) -> None:
     if content is not None:
         write_session(private_home, content)
-    login = by_id(enhance.auggie_checks(os.environ, private_home))["auggie.login"]
+    login = by_id(enhancechecks.auggie_checks(os.environ, private_home))["auggie.login"]
     assert login.status == "fail"
     assert login.detail == detail
     assert "auggie login" in login.remediation
@@ -488,7 +489,7 @@ def test_a_missing_or_bad_session_file_fails_the_login_check(
 
 def test_an_unreadable_session_file_says_why(stubs: Stubs, private_home: Path) -> None:
     (private_home / ".augment" / "session.json").mkdir(parents=True)
-    login = by_id(enhance.auggie_checks(os.environ, private_home))["auggie.login"]
+    login = by_id(enhancechecks.auggie_checks(os.environ, private_home))["auggie.login"]
     assert login.status == "fail"
     assert login.detail == "~/.augment/session.json cannot be read (Is a directory)"
 
@@ -505,7 +506,7 @@ def test_auggie_refusing_the_session_fails_without_showing_the_token(
             "stderr": "❌ You are not currently logged in to Augment.\n",
         },
     )
-    login = by_id(enhance.auggie_checks(os.environ, private_home))["auggie.login"]
+    login = by_id(enhancechecks.auggie_checks(os.environ, private_home))["auggie.login"]
     assert login.status == "fail"
     assert "You are not currently logged in to Augment." in login.detail
 
@@ -516,16 +517,16 @@ def test_the_token_never_appears_in_a_check(stubs: Stubs, private_home: Path) ->
         "auggie",
         {"match": ["token", "print"], "stdout": f"SESSION={json.dumps(SESSION)}\n"},
     )
-    checks = enhance.auggie_checks(os.environ, private_home)
+    checks = enhancechecks.auggie_checks(os.environ, private_home)
     assert "sekrit" not in json.dumps([c.as_json() for c in checks])
 
 
 def test_a_session_in_the_environment_counts_as_login(stubs: Stubs, private_home: Path) -> None:
     env = dict(os.environ, AUGMENT_SESSION_AUTH=json.dumps(SESSION))
-    login = by_id(enhance.auggie_checks(env, private_home))["auggie.login"]
+    login = by_id(enhancechecks.auggie_checks(env, private_home))["auggie.login"]
     assert (login.status, login.detail) == ("pass", "session from AUGMENT_SESSION_AUTH")
     bad = dict(os.environ, AUGMENT_SESSION_AUTH="token-without-json")
-    login = by_id(enhance.auggie_checks(bad, private_home))["auggie.login"]
+    login = by_id(enhancechecks.auggie_checks(bad, private_home))["auggie.login"]
     assert (login.status, login.detail) == ("fail", "AUGMENT_SESSION_AUTH is not valid JSON")
 
 
@@ -561,7 +562,7 @@ def test_a_second_signal_during_cleanup_does_not_cut_it_short() -> None:
     cleaned = []
 
     def interrupted_step() -> None:
-        with enhance.interruptible():
+        with interact.interruptible():
             try:
                 os.kill(os.getpid(), signal.SIGTERM)
                 threading.Event().wait(2)  # the handler raises before this returns
@@ -584,7 +585,7 @@ def test_the_terminal_mode_is_put_back_after_an_interruption() -> None:
     master, slave = pty.openpty()
 
     def editor_killed_mid_screen(stream: Any) -> None:
-        with enhance.interruptible(stream):
+        with interact.interruptible(stream):
             tty.setraw(slave)  # what an editor does
             raise KeyboardInterrupt
 

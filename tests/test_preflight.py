@@ -248,3 +248,26 @@ def test_other_failures_never_offer_degraded_mode(
     assert err.value.code == ExitCode.PREFLIGHT
     assert "tool.codex" in err.value.what
     assert session.ui.asked == []  # type: ignore[attr-defined]
+
+
+def test_the_branch_is_asked_once_beside_the_probes(
+    ready: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header and the one-line ready summary name the branch; git is asked once, while the
+    other probes run (issue 15: no git launch after the slowest probe has finished)."""
+    import threading
+
+    from plan_build.gitrepo import Repo
+
+    asked: list[bool] = []  # True: asked in a probe's thread
+    real = Repo.branch
+
+    def branch(self: Repo) -> str | None:
+        asked.append(threading.current_thread() is not threading.main_thread())
+        return real(self)
+
+    monkeypatch.setattr(Repo, "branch", branch)
+    session, report, _ = run(ready)
+    assert report.header.endswith("(main)")
+    assert preflight.render_ready(report, session).endswith(f"{ready.name} (main)")
+    assert asked == [True]

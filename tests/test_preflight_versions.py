@@ -7,7 +7,8 @@ import json
 import os
 from pathlib import Path
 
-from plan_build.startup import preflight, versions
+from plan_build import tools
+from plan_build.startup import preflight
 from tests.conftest import Stubs
 from tests.support.sessions import make_session
 
@@ -63,9 +64,9 @@ def test_a_damaged_cache_is_ignored_and_the_cache_is_safe_to_delete(
     ready: Path, stubs: Stubs, monkeypatch
 ) -> None:
     monkeypatch.chdir(ready)
-    cache = versions.cache_file(os.environ, Path.home())
+    cache = tools.cache_file(os.environ, Path.home())
     cache.parent.mkdir(parents=True, exist_ok=True)
-    for damaged in ("{not json", json.dumps(["a list"]), "x" * (versions.MAX_BYTES + 10)):
+    for damaged in ("{not json", json.dumps(["a list"]), "x" * (tools.MAX_BYTES + 10)):
         cache.write_text(damaged)
         assert rows()["tool.claude"].status == "pass"
     calls = version_calls(stubs, "claude")

@@ -10,15 +10,17 @@ unset its own ancestry without leaving the tree; docs/verify.md says what remain
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Any, Protocol, TextIO
 
+from plan_build import interrupts
 from plan_build.errors import ExitCode, PlanBuildError
 
 # Set by Claude Code and Codex in the commands they run.
@@ -243,3 +245,85 @@ class TerminalInteraction:
                 ) from exc
         finally:
             path.unlink(missing_ok=True)
+
+
+# --- the terminal itself ------------------------------------------------------------------
+
+
+def isatty(stream: Any) -> bool:
+    """Whether `stream` is a terminal (a closed or fake stream is not)."""
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (ValueError, AttributeError):
+        return False
+
+
+@contextlib.contextmanager
+def controlling_terminal() -> Iterator[TerminalInteraction | None]:
+    """Questions on /dev/tty, for a command whose stdin is piped data and whose stdout is its
+    result; None when the process has no controlling terminal. Closed on the way out."""
+    try:
+        tty_in = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError:
+        yield None
+        return
+    try:
+        tty_out = open("/dev/tty", "w", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError:
+        tty_in.close()
+        raise
+    try:
+        yield TerminalInteraction(stdin=tty_in, stderr=tty_out)
+    finally:
+        tty_in.close()
+        tty_out.close()
+
+
+@contextlib.contextmanager
+def interruptible(*streams: Any) -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP (a closed terminal) raise KeyboardInterrupt here (so every
+    `finally` runs and proc.run kills a child's process tree); a repeated signal while that
+    cleanup runs is ignored; the terminals among `streams` get their mode back as it was (an
+    editor may have changed it)."""
+    saved = _save_terminal(streams)
+    try:
+        with interrupts.stopping(once=True):
+            yield
+    finally:
+        _restore_terminal(saved)
+
+
+def _save_terminal(streams: tuple[Any, ...]) -> list[tuple[int, Any]]:
+    import termios
+
+    saved = []
+    for stream in streams:
+        if not isatty(stream):
+            continue
+        with contextlib.suppress(termios.error, OSError, ValueError):
+            fd = stream.fileno()
+            saved.append((fd, termios.tcgetattr(fd)))
+    return saved
+
+
+def _restore_terminal(saved: list[tuple[int, Any]]) -> None:
+    import termios
+
+    for fd, attrs in saved:
+        with contextlib.suppress(termios.error, OSError, ValueError):
+            termios.tcsetattr(fd, termios.TCSADRAIN, attrs)
+
+
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor movement)
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC (titles, hyperlinks)
+    r"|\x1b[@-_]"  # other two-byte escapes
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean(text: str) -> str:
+    """Text safe to show on a terminal: no escape sequences, no control characters but tab and
+    newline, LF line ends (what a tool printed is shown before anyone approves it)."""
+    text = _ANSI.sub("", text.replace("\r\n", "\n"))
+    return _CONTROL.sub("", text)

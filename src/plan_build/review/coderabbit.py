@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plan_build import proc
+from plan_build import proc, tools
 from plan_build.review.findings import SEVERITIES, TAG, sanitize
 from plan_build.review.reviewers import Outcome, RawFinding, classify, keep_log, run_timed, tail
 
@@ -39,20 +39,17 @@ SEVERITY = {
 }
 PLAIN_TYPE = {"potential_issue": "MEDIUM", "refactor_suggestion": "LOW", "nitpick": "LOW"}
 _SEPARATOR = re.compile(r"^={10,}\s*$", re.MULTILINE)
-_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def version(
     env: Mapping[str, str], cwd: Path, cancel: threading.Event | None = None
 ) -> tuple[int, ...] | None:
-    try:
-        r = proc.run(["coderabbit", "--version"], cwd=cwd, env=env, timeout=30, cancel=cancel)
-    except (proc.CommandTimeout, proc.CommandNotFound):
-        return None
-    m = _VERSION.search(r.stdout + " " + r.stderr)
-    if not r.ok or not m:
-        return None
-    return tuple(int(g) for g in m.groups() if g is not None)
+    """The CLI's version as numbers (None: missing, hanging, failing, or no version printed).
+    Asked afresh (tools.ask, not the version cache): one call is noise beside a review."""
+    a = tools.ask("coderabbit", ["--version"], env=env, cwd=cwd, timeout=30, cancel=cancel)
+    if a.error is not None:
+        raise a.error
+    return a.numbers
 
 
 def supports_untracked(
@@ -61,13 +58,10 @@ def supports_untracked(
     """Whether `coderabbit review` knows --include-untracked (current CLIs leave raw untracked
     files out of --uncommitted without it). Probes honour `cancel` like the review itself: a
     failed Codex review must not wait out a hanging probe."""
-    try:
-        r = proc.run(
-            ["coderabbit", "review", "--help"], cwd=cwd, env=env, timeout=30, cancel=cancel
-        )
-    except (proc.CommandTimeout, proc.CommandNotFound):
-        return False
-    return "--include-untracked" in r.stdout + r.stderr
+    a = tools.ask("coderabbit", ["review", "--help"], env=env, cwd=cwd, timeout=30, cancel=cancel)
+    if a.error is not None:
+        raise a.error
+    return "--include-untracked" in a.text
 
 
 def command(ver: tuple[int, ...] | None, *, untracked: bool = False) -> list[str]:

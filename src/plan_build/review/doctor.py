@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_build import claudesessions as sessions
-from plan_build import gitrepo, proc
+from plan_build import gitrepo, tools
 from plan_build.checks import Check, to_json
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError
@@ -38,6 +38,7 @@ ROOT_CAUSES = (
     ("workflow.skipped", ("warn",), "unreadable-workflow"),
     ("git.worktree", ("fail",), "not-a-git-repository"),
 )
+VERSION_TIMEOUT = 15.0
 LABELS = {
     "git.worktree": "git work tree",
     "tool.codex": "Codex CLI",
@@ -73,16 +74,11 @@ class DoctorResult:
         }
 
 
-def _tool(name: str, missing: str, fix: str, env: dict[str, str]) -> Check:
-    path = proc.which(name, env)
-    if path is None:
+def _tool(name: str, missing: str, fix: str, s: Session) -> Check:
+    a = tools.version(name, env=s.env, home=s.home, cwd=s.cwd, timeout=VERSION_TIMEOUT)
+    if a.path is None:
         return Check(f"tool.{name}", missing, f"{name} is not on PATH", fix)  # type: ignore[arg-type]
-    try:
-        r = proc.run([name, "--version"], env=env, timeout=15)
-        version = (r.stdout.strip() or r.stderr.strip()).splitlines()[0] if r.ok else "?"
-    except (PlanBuildError, IndexError):
-        version = "?"
-    return Check(f"tool.{name}", "pass", f"{version} ({path})")
+    return Check(f"tool.{name}", "pass", f"{(a.ok and a.line) or '?'} ({a.path})")
 
 
 def _session_check(
@@ -217,10 +213,10 @@ def run(s: Session, parents: Callable[[], list[int]] | None = None) -> DoctorRes
     out = DoctorResult(str(root))
     out.checks.append(Check("git.worktree", "pass", str(repo.root)))
     out.checks.append(
-        _tool("codex", "fail", "install the Codex CLI (npm install -g @openai/codex)", env)
+        _tool("codex", "fail", "install the Codex CLI (npm install -g @openai/codex)", s)
     )
     out.checks.append(
-        _tool("coderabbit", "warn", "install CodeRabbit: https://docs.coderabbit.ai/cli", env)
+        _tool("coderabbit", "warn", "install CodeRabbit: https://docs.coderabbit.ai/cli", s)
     )
     check, session = _session_check(env, parents)
     out.checks.append(check)

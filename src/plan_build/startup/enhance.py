@@ -6,49 +6,41 @@ rewrite the request and to answer between tags it then parses (docs/adr/0030). U
 lets Auggie index the repository, Auggie runs in an empty temporary workspace (docs/adr/0031).
 Nothing is used without the user's approval; Ctrl-C or SIGTERM at any point kills Auggie's
 whole process tree, removes the temporary files and ends with exit 130 (docs/adr/0032).
+
+Here: Auggie's run and the rewrite (instruction, argv, reply parsing, the no-edit guard) and
+the steps. Its readiness checks are startup/enhancechecks.py, the approval loop
+startup/enhanceapproval.py, the terminal handling interact.py.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import json
-import re
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from plan_build import interrupts, proc
-from plan_build.checks import Check, Probe, run_concurrently
+from plan_build import proc
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.interact import Choice, TerminalInteraction, require_person
-from plan_build.ui import Console
+from plan_build.interact import Choice, clean, interruptible, require_person
+from plan_build.startup.enhanceapproval import (
+    Enhanced,
+    approval_terminal,
+    ask_indexing,
+    review,
+    stopped,
+)
+from plan_build.startup.enhancechecks import CHECK_IDS, LOGIN_FIX, require_ready, tail
 
 DEFAULT_TIMEOUT = 120.0
-CHECK_TIMEOUT = 15.0
 HEARTBEAT_EVERY = 15.0
 TAG = "plan-build-enhanced"
 MAX_REPLY_BYTES = 1024 * 1024  # a whole reply larger than this is not read at all
 MAX_TEXT_BYTES = 64 * 1024  # an enhanced request larger than this is not offered
 TURNS_PLAIN = 1  # no tools needed: one model turn answers
 TURNS_INDEXING = 4  # room for a few codebase-retrieval calls before the answer
-CHECK_IDS = ("tool.auggie", "auggie.login")
-INSTALL = "npm install -g @augmentcode/auggie (needs Node 22+), then: auggie login"
-LOGIN_FIX = "run: auggie login (or set AUGMENT_SESSION_AUTH to a session JSON)"
-
-Source = Literal["enhanced", "edited", "original"]
-
-
-@dataclass(frozen=True)
-class Enhanced:
-    text: str  # the approved text to launch with
-    original: str  # the user's request as typed
-    source: Source
-    keep_original: bool  # the user asked to keep the original in the prompt's context section
 
 
 class EnhanceFailure(Exception):
@@ -78,186 +70,6 @@ def timeout_from_config(repo_root: Path | None) -> float:
             code=ExitCode.USAGE,
         )
     return value
-
-
-# --- preflight -----------------------------------------------------------------------------
-
-
-def auggie_checks(env: Mapping[str, str], home: Path) -> list[Check]:
-    """`tool.auggie` (on PATH and runs) and `auggie.login` (a non-empty, readable session)."""
-    path = proc.which("auggie", env)
-    return run_concurrently(
-        [lambda: _tool_check(env, home, path), lambda: _login_check(env, home, path)]
-    )
-
-
-def preflight_probe(session: Session) -> Probe:
-    """The two checks as one probe for preflight.Options.extra in `--prompt` mode."""
-    return lambda: auggie_checks(session.env, session.home)
-
-
-def _tool_check(env: Mapping[str, str], home: Path, path: str | None) -> Check:
-    if path is None:
-        return Check("tool.auggie", "fail", "auggie is not on PATH", INSTALL)
-    try:
-        r = proc.run([path, "--version"], cwd=home, env=env, timeout=CHECK_TIMEOUT)
-    except proc.CommandTimeout:
-        return Check(
-            "tool.auggie",
-            "fail",
-            f"auggie --version did not answer in {CHECK_TIMEOUT:g}s",
-            "run `auggie --version` yourself to see what it waits for",
-        )
-    except PlanBuildError as exc:
-        return Check("tool.auggie", "fail", f"auggie at {path} cannot run: {exc.what}", exc.fix)
-    if not r.ok:
-        return Check(
-            "tool.auggie",
-            "fail",
-            f"`auggie --version` exited {r.returncode} ({path})",
-            "reinstall it: " + INSTALL,
-        )
-    m = re.search(r"\d+(?:\.\d+)+", r.stdout)
-    version = m.group(0) if m else "(version unknown)"
-    return Check("tool.auggie", "pass", f"auggie {version} ({path})")
-
-
-def _session_problem(text: str) -> str | None:
-    """Why a session JSON cannot log in, or None when it looks usable."""
-    if not text.strip():
-        return "is empty"
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return "is not valid JSON"
-    if not isinstance(data, dict) or not str(data.get("accessToken") or "").strip():
-        return "has no accessToken"
-    return None
-
-
-def _login_check(env: Mapping[str, str], home: Path, path: str | None) -> Check:
-    """The session is read from AUGMENT_SESSION_AUTH or ~/.augment/session.json; never shown."""
-    inline = env.get("AUGMENT_SESSION_AUTH", "")
-    if inline.strip():
-        problem = _session_problem(inline)
-        if problem:
-            return Check(
-                "auggie.login",
-                "fail",
-                f"AUGMENT_SESSION_AUTH {problem}",
-                "set it to the JSON that `auggie token print` shows after SESSION=, "
-                "or unset it and run: auggie login",
-            )
-        return Check("auggie.login", "pass", "session from AUGMENT_SESSION_AUTH")
-    file = home / ".augment" / "session.json"
-    shown = f"~/{file.relative_to(home)}"
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return Check(
-            "auggie.login", "fail", f"not logged in to Augment ({shown} is missing)", LOGIN_FIX
-        )
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        return Check(
-            "auggie.login",
-            "fail",
-            f"{shown} cannot be read ({reason})",
-            f"fix its permissions (chmod 600 {file}) or log in again: auggie login",
-        )
-    problem = _session_problem(text)
-    if problem:
-        return Check("auggie.login", "fail", f"{shown} {problem}", "log in again: auggie login")
-    if path is None:  # the file looks right; tool.auggie reports the missing program
-        return Check("auggie.login", "pass", f"session in {shown}")
-    try:  # offline: it reads the file only. Its stdout holds the token: never shown or logged.
-        r = proc.run([path, "token", "print"], cwd=home, env=env, timeout=CHECK_TIMEOUT)
-    except PlanBuildError as exc:
-        return Check("auggie.login", "fail", f"`auggie token print` failed: {exc.what}", LOGIN_FIX)
-    if not r.ok:
-        said = _tail(r.stderr, 1) or f"exit {r.returncode}"
-        return Check("auggie.login", "fail", f"auggie does not accept {shown}: {said}", LOGIN_FIX)
-    return Check("auggie.login", "pass", f"session in {shown}")
-
-
-# --- the terminal for approvals -------------------------------------------------------------
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream is not None and stream.isatty())
-    except (ValueError, AttributeError):
-        return False
-
-
-@contextlib.contextmanager
-def approval_terminal(session: Session) -> Iterator[Session]:
-    """`session` with its questions on a terminal.
-
-    Its own interaction when that can ask; otherwise /dev/tty (stdin may be the request's pipe
-    and stdout the approved text's). No terminal at all: exit 3 before anything runs.
-    """
-    if session.ui.interactive:
-        yield session
-        return
-    try:
-        tty_in = open("/dev/tty", encoding="utf-8")  # noqa: SIM115 - closed below
-    except OSError:
-        raise PlanBuildError(
-            "prompt enhancement needs a terminal to ask for approval, and there is none",
-            "run it from an interactive terminal (the request itself may still be piped in)",
-            code=ExitCode.PREFLIGHT,
-        ) from None
-    try:
-        tty_out = open("/dev/tty", "w", encoding="utf-8")  # noqa: SIM115 - closed below
-    except OSError:
-        tty_in.close()
-        raise
-    try:
-        console = session.console if _isatty(session.console.stream) else Console(stream=tty_out)
-        ui = TerminalInteraction(stdin=tty_in, stderr=tty_out)
-        yield dataclasses.replace(session, ui=ui, console=console)
-    finally:
-        tty_in.close()
-        tty_out.close()
-
-
-# --- interruption ---------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def interruptible(*streams: Any) -> Iterator[None]:
-    """Ctrl-C, SIGTERM and SIGHUP (a closed terminal) raise KeyboardInterrupt here (so every
-    `finally` runs and proc.run kills Auggie's process tree); a repeated signal while that
-    cleanup runs is ignored; the terminal's mode is put back as it was (an editor may have
-    changed it)."""
-    saved = _save_terminal(streams)
-    try:
-        with interrupts.stopping(once=True):
-            yield
-    finally:
-        _restore_terminal(saved)
-
-
-def _save_terminal(streams: tuple[Any, ...]) -> list[tuple[int, Any]]:
-    import termios
-
-    saved = []
-    for stream in streams:
-        if not _isatty(stream):
-            continue
-        with contextlib.suppress(termios.error, OSError, ValueError):
-            fd = stream.fileno()
-            saved.append((fd, termios.tcgetattr(fd)))
-    return saved
-
-
-def _restore_terminal(saved: list[tuple[int, Any]]) -> None:
-    import termios
-
-    for fd, attrs in saved:
-        with contextlib.suppress(termios.error, OSError, ValueError):
-            termios.tcsetattr(fd, termios.TCSADRAIN, attrs)
 
 
 # --- running Auggie -------------------------------------------------------------------------
@@ -387,26 +199,6 @@ class _ChangeGuard:
         )
 
 
-_ANSI = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor movement)
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC (titles, hyperlinks)
-    r"|\x1b[@-_]"  # other two-byte escapes
-)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def clean(text: str) -> str:
-    """Text safe to show on a terminal: no escape sequences, no control characters but tab and
-    newline, LF line ends."""
-    text = _ANSI.sub("", text.replace("\r\n", "\n"))
-    return _CONTROL.sub("", text)
-
-
-def _tail(text: str, lines: int = 3) -> str:
-    rows = [clean(line).strip()[:300] for line in text.splitlines()]
-    return "\n    ".join([r for r in rows if r][-lines:])
-
-
 def _size(n: int) -> str:
     return f"{n / (1024 * 1024):.1f} MiB" if n >= 1024 * 1024 else f"{n / 1024:.0f} KiB"
 
@@ -414,7 +206,7 @@ def _size(n: int) -> str:
 def parse_reply(result: proc.Completed, payload: str) -> str:
     """The text between the tags of a successful reply, or EnhanceFailure."""
     if not result.ok:
-        said = _tail(result.stderr) or _tail(result.stdout)
+        said = tail(result.stderr) or tail(result.stdout)
         low = (result.stderr + result.stdout).lower()
         if "not currently logged in" in low or "no auth provided" in low or "unauthorized" in low:
             fix = LOGIN_FIX + ", then retry"
@@ -470,32 +262,6 @@ def _fail(what: str, fix: str) -> str:
 
 
 # --- the step -------------------------------------------------------------------------------
-
-
-def stopped(where: str) -> PlanBuildError:
-    return PlanBuildError(f"stopped at {where}; nothing was used", None, code=ExitCode.APPROVAL)
-
-
-def _rule(console: Console) -> str:
-    return ("─" if console.fancy else "-") * 60
-
-
-def show(console: Console, title: str, text: str) -> None:
-    console.say("")
-    console.say(title)
-    console.say(_rule(console))
-    console.say(text.rstrip("\n"))
-    console.say(_rule(console))
-
-
-def ask_indexing(session: Session, repo_root: Path) -> bool:
-    con = session.console
-    con.say(f"Auggie can index {repo_root} before it rewrites your request.")
-    con.say("  Indexing sends the repository's files to Augment's service to build a search")
-    con.say("  index, so the rewrite can refer to your code. Without it, Auggie sees only your")
-    con.say("  request and runs in an empty temporary directory. Either way it runs in ask mode")
-    con.say("  and is told to change nothing.")
-    return session.ui.confirm("Let Auggie index this repository?", default=False)
 
 
 def enhance_payload(
@@ -568,55 +334,6 @@ def _enhance(
     return review(session, payload, text, question=question, ask_keep_original=ask_keep_original)
 
 
-def review(
-    session: Session,
-    payload: str,
-    enhanced: str,
-    *,
-    question: str = "Use this request?",
-    ask_keep_original: bool = True,
-) -> Enhanced:
-    """Show the candidate in full until the user approves it, edits it, takes the original or
-    stops. An edit is shown again for approval."""
-    con = session.console
-    candidate, source = enhanced, "enhanced"
-    while True:
-        title = "Auggie's enhanced request:" if source == "enhanced" else "Your edited request:"
-        show(con, title, candidate)
-        answer = session.ui.choose(
-            question,
-            [
-                Choice("a", "approve"),
-                Choice("e", "edit"),
-                Choice("o", "original"),
-                Choice("s", "stop"),
-            ],
-            default="s",
-        )
-        if answer == "s":
-            raise stopped("the enhanced-request approval")
-        if answer == "o":
-            return Enhanced(payload, payload, "original", False)
-        if answer == "a":
-            break
-        try:
-            edited = session.ui.edit(candidate, suffix=".md")
-        except PlanBuildError as exc:
-            con.say(f"edit failed: {exc.what}")
-            if exc.fix:
-                con.say(f"  {con.arrow()} {exc.fix}")
-            continue
-        if not edited.strip():
-            con.say("the edited request is empty; it was not used")
-            continue
-        if edited != candidate:
-            candidate, source = edited, "edited"
-    keep = ask_keep_original and session.ui.confirm(
-        "Also keep your original wording in the prompt, for context?", default=False
-    )
-    return Enhanced(candidate, payload, source, keep)  # type: ignore[arg-type]
-
-
 def for_launch(session: Session, repo_root: Path, payload: str) -> Enhanced:
     """The `--prompt` step of plan: questions on a terminal, timeout from the config."""
     timeout = timeout_from_config(repo_root)
@@ -642,19 +359,7 @@ def standalone(session: Session) -> None:
         repo_root = None
     timeout = timeout_from_config(repo_root)
     with approval_terminal(session) as asking:
-        failed = [c for c in auggie_checks(session.env, session.home) if c.failed]
-        if failed:
-            con = asking.console
-            for c in failed:
-                mark = con.mark(c.status)
-                con.say(f"  {mark} {c.id:<12} {c.detail}")
-                if c.remediation:
-                    con.say(f"  {' ' * len(mark)} {'':<12} {con.arrow()} {c.remediation}")
-            raise PlanBuildError(
-                f"prompt enhancement is not ready ({', '.join(c.id for c in failed)})",
-                "apply the fixes shown above and rerun",
-                code=ExitCode.PREFLIGHT,
-            )
+        require_ready(session, asking.console)
         payload = read_payload(session.stdin, console=asking.console)
         result = enhance_payload(
             asking,
@@ -675,10 +380,8 @@ __all__ = [
     "EnhanceFailure",
     "Enhanced",
     "approval_terminal",
-    "auggie_checks",
     "enhance_payload",
     "for_launch",
-    "preflight_probe",
     "standalone",
     "timeout_from_config",
 ]

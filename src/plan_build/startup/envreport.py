@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from plan_build import __version__, config, jsonout, proc
-from plan_build.checks import Probe, run_concurrently
+from plan_build import __version__, config, jsonout, tools
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError
 from plan_build.gitrepo import Repo, discover
 from plan_build.startup import identity
-from plan_build.startup.preflight import tool_probe
+from plan_build.startup.preflight import VERSION_TIMEOUT
 
 TOOLS = ("git", "claude", "codex", "coderabbit", "auggie")
 
@@ -22,20 +21,13 @@ def collect(session: Session) -> dict[str, Any]:
     except PlanBuildError:
         repo = None
     res = session.resources
-    probes: list[Probe] = [tool_probe(session, t) for t in TOOLS]
-    found = {c.id.removeprefix("tool."): c for c in run_concurrently(probes)}
-    tools: dict[str, Any] = {}
-    for name in TOOLS:
-        check = found[name]
-        path = proc.which(name, session.env)
-        if path is None:
-            tools[name] = None
-        else:
-            version = check.detail.split(" (")[0].removeprefix(f"{name} ")
-            tools[name] = {
-                "path": path,
-                "version": None if check.status != "pass" or "unknown" in version else version,
-            }
+    found = tools.versions(
+        TOOLS, env=session.env, home=session.home, cwd=session.cwd, timeout=VERSION_TIMEOUT
+    )
+    tools_found: dict[str, Any] = {
+        name: {"path": a.path, "version": a.version} if a.path else None
+        for name, a in found.items()
+    }
     return {
         "version": __version__,
         "repo": str(repo.root) if repo else None,
@@ -53,7 +45,7 @@ def collect(session: Session) -> dict[str, Any]:
             "state": str(repo.state_dir) if repo else None,
             "origin": res.origin,
         },
-        "tools": tools,
+        "tools": tools_found,
         "config": _config(repo),
         "recipe": _recipe(),
     }

@@ -11,14 +11,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from plan_build import __version__, proc
+from plan_build import __version__, proc, tools
 from plan_build import agentmemory as memory
-from plan_build.checks import Check, Probe, run_concurrently, to_json
+from plan_build.checks import Check, Probe, run_concurrently, timed, to_json
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, discover
-from plan_build.interact import Choice
-from plan_build.startup import plugins, versions
+from plan_build.interact import Choice, isatty
+from plan_build.startup import enhancechecks, plugins
 
 Mode = Literal["standard", "architect"]
 VERSION_TIMEOUT = 10.0
@@ -58,6 +58,7 @@ class Report:
     memory_mode: Literal["required", "degraded"] = "required"
     header: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    branch: str | None = None  # asked once, beside the probes (header and ready line)
 
     @property
     def blocking(self) -> list[Check]:
@@ -80,16 +81,9 @@ class Report:
         }
 
 
-def _tty(stream: Any) -> bool:
-    try:
-        return bool(stream is not None and stream.isatty())
-    except (ValueError, AttributeError):
-        return False
-
-
 def check_terminal(session: Session, need: bool) -> Check:
     missing = [
-        name for name, s in (("stdin", session.stdin), ("stdout", session.stdout)) if not _tty(s)
+        name for name, s in (("stdin", session.stdin), ("stdout", session.stdout)) if not isatty(s)
     ]
     if not missing:
         return Check("terminal", "pass", "interactive")
@@ -125,43 +119,19 @@ def check_worktree(session: Session) -> tuple[Check, Repo | None]:
 
 def tool_probe(session: Session, name: str) -> Probe:
     def probe() -> Check:
-        path = proc.which(name, session.env)
         cid = f"tool.{name}"
-        if path is None:
-            return Check(cid, "fail", f"{name} is not on PATH", INSTALL.get(name))
-        cached = versions.lookup(session.env, session.home, path)
-        if cached is not None:  # the same executable answered before (startup/versions.py)
-            return Check(cid, "pass", version_of(name, cached) + f" ({path})")
-        try:
-            r = proc.run(
-                [path, "--version"], cwd=session.cwd, env=session.env, timeout=VERSION_TIMEOUT
-            )
-        except proc.CommandTimeout:
-            return Check(
-                cid,
-                "fail",
-                f"{name} --version did not answer in {VERSION_TIMEOUT:g}s",
-                f"run `{name} --version` yourself to see what it waits for",
-            )
-        except PlanBuildError as exc:
-            return Check(cid, "fail", f"{name} at {path} cannot run: {exc.what}", exc.fix)
-        first = (r.stdout.strip() or r.stderr.strip()).splitlines()[:1]
-        if not r.ok:
-            return Check(cid, "warn", f"{path} found, but `{name} --version` exited {r.returncode}")
-        line = first[0] if first else ""
-        if line:
-            versions.store(session.env, session.home, path, line)
-        return Check(cid, "pass", version_of(name, line) + f" ({path})")
+        a = tools.version(
+            name, env=session.env, home=session.home, cwd=session.cwd, timeout=VERSION_TIMEOUT
+        )
+        failed = tools.unanswered(cid, a, timeout=VERSION_TIMEOUT, install=INSTALL.get(name))
+        if failed is not None:
+            return failed
+        if not a.ok:
+            said = f"{a.path} found, but `{name} --version` exited {a.returncode}"
+            return Check(cid, "warn", said)
+        return Check(cid, "pass", f"{name} {a.version or 'version unknown'} ({a.path})")
 
     return probe
-
-
-def version_of(name: str, line: str) -> str:
-    """`claude 2.1.332` from `2.1.332 (Claude Code)`, `codex 0.171.0` from `codex-cli 0.171.0`."""
-    import re
-
-    m = re.search(r"\d+(?:\.\d+)+", line)
-    return f"{name} {m.group(0) if m else 'version unknown'}"
 
 
 def check_safe_mode(session: Session) -> Check:
@@ -224,28 +194,46 @@ def memory_probes(session: Session, opts: Options) -> list[Probe]:
 
 def run(session: Session, opts: Options) -> Report:
     terminal = check_terminal(session, opts.need_terminal)
-    found: list[Repo | None] = []
+    found: list[tuple[Repo | None, str | None]] = []
 
     def worktree() -> Check:
         check, repo = check_worktree(session)
-        found.append(repo)
+        found.append((repo, repo.branch() if repo else None))
         return check
 
-    # the git checks run beside the probes, not before them
+    # the git checks (and the header's branch) run beside the probes, not before or after them
     probes: list[Probe] = [worktree]
     probes += [tool_probe(session, t) for t in ("git", "claude", "codex", "coderabbit")]
     if opts.prompt:  # `auggie` on PATH and its login: tool.auggie, auggie.login
-        from plan_build.startup import enhance
-
-        probes.append(enhance.preflight_probe(session))
+        probes.append(enhancechecks.preflight_probe(session))
     probes += [lambda: check_safe_mode(session), lambda: check_skill(session, opts.mode)]
-    probes += memory_probes(session, opts)
+    memory_checks = memory_probes(session, opts)
+    probes += memory_checks
     probes += [make(session) for make in opts.extra]
     if opts.yolo:
         probes.append(lambda: check_yolo_root(session))
-    checks = [terminal, *run_concurrently(probes)]
-    repo = found[0]
-    return Report(opts.mode, checks, repo, header=header(session, opts.mode, repo))
+    # the plugin lists are the slowest launches (claude's is most of preflight's time)
+    checks = [terminal, *started_first(probes, memory_checks[:2])]
+    repo, branch = found[0]
+    head = header(session, opts.mode, repo, branch)
+    return Report(opts.mode, checks, repo, header=head, branch=branch)
+
+
+def started_first(probes: Sequence[Probe], first: Sequence[Probe]) -> list[Check]:
+    """run_concurrently, with `first` handed to the pool before the rest (under load a probe
+    given late starts tens of milliseconds late); the checks still come in `probes` order."""
+    done: dict[int, list[Check]] = {}
+
+    def keeping(i: int) -> Probe:
+        def probe() -> list[Check]:
+            done[i] = timed(probes[i])
+            return done[i]
+
+        return probe
+
+    order = sorted(range(len(probes)), key=lambda i: not any(probes[i] is p for p in first))
+    run_concurrently([keeping(i) for i in order])
+    return [check for i in range(len(probes)) for check in done[i]]
 
 
 def rerun_memory(session: Session, opts: Options, report: Report) -> None:
@@ -253,9 +241,8 @@ def rerun_memory(session: Session, opts: Options, report: Report) -> None:
     report.checks = [fresh.get(c.id, c) for c in report.checks]
 
 
-def header(session: Session, mode: Mode, repo: Repo | None) -> str:
+def header(session: Session, mode: Mode, repo: Repo | None, branch: str | None) -> str:
     where = str(repo.root if repo else session.cwd)
-    branch = repo.branch() if repo else None
     return f"plan-build {__version__} · {mode} mode · {where}" + (f" ({branch})" if branch else "")
 
 
@@ -312,14 +299,14 @@ def _brief(check: Check) -> str:
 def render_ready(report: Report, session: Session) -> str:
     repo = report.repo
     where = repo.root.name if repo else session.cwd.name
-    branch = repo.branch() if repo else None
+    branch = report.branch
     return f"ready · {report.mode} · {where}" + (f" ({branch})" if branch else "")
 
 
 def settle(report: Report, session: Session, opts: Options) -> Report:
     """Print the report; resolve memory failures by asking; raise when the launch is blocked."""
     con = session.console
-    if report.ok and _tty(con.stream) and all(c.status == "pass" for c in report.checks):
+    if report.ok and isatty(con.stream) and all(c.status == "pass" for c in report.checks):
         con.say(render_ready(report, session))
     else:
         con.say(render(report, session))
