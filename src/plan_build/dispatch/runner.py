@@ -11,17 +11,15 @@ The loop (docs/dispatch.md, docs/adr/0062):
 
 This module is the coordinator: the checks before (`preconditions`, `memscope`), the prompts
 (`prompts`), one Codex run and what it changed (`attempt`), the checks after (`verification`),
-the saved state (`taskstate`), the evidence (`evidence`) and what it says (`report`) each have
-their own module.
+the dispatch's state and records (`inflight`, `taskstate`), how it ends (`outcome`, `evidence`)
+and what it says (`report`) each have their own module.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,33 +32,22 @@ from plan_build.context import Session
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import (
     memscope,
-    memslot,
+    outcome,
     preconditions,
     prompts,
     report,
-    taskfile,
     taskstate,
     telemetry,
 )
 from plan_build.dispatch import recipe as recipes
-from plan_build.dispatch.evidence import (
-    Attempt,
-    DispatchResult,
-    Header,
-    VerifyRun,
-    evidence_text,
-    failed_block,
-    final_block,
-    human_seconds,
-    interrupted_block,
-    running_block,
-)
-from plan_build.dispatch.scope import Byproducts, Scope
+from plan_build.dispatch.evidence import Attempt, DispatchResult, VerifyRun, running_block
+from plan_build.dispatch.inflight import InFlight
+from plan_build.dispatch.scope import Scope
 from plan_build.dispatch.taskfile import BLOCKED, IN_PROGRESS, PENDING, REVIEW, Task, TaskFile
 from plan_build.dispatch.verification import verify
 from plan_build.errors import PlanBuildError, usage
 from plan_build.fsutil import StateFileError, atomic_write, read_json
-from plan_build.gitrepo import Repo, discover
+from plan_build.gitrepo import Repo
 
 NO_CHANGE_LIMIT = 2  # attempts in a row that change nothing while verification fails
 
@@ -154,100 +141,18 @@ class Lock:
 
 
 @dataclass
-class Dispatcher:
-    session: Session
-    task_id: str
-    recipe: recipes.Recipe
+class Dispatcher(InFlight):
     accept_recipe: bool = False
     dry_run: bool = False
     on_interrupt: Callable[[DispatchResult], None] | None = None
 
     def __post_init__(self) -> None:
-        self.console = self.session.console
-        self.env = self.session.env
-        self.repo = discover(self.session.cwd, self.env)
-        self.path = self.repo.inside(self.repo.root / taskfile.FILENAME)
-        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        self.dispatch_id = f"{stamp}-{os.urandom(2).hex()}"
-        self.run_dir = self.repo.state_dir / "dispatch" / "runs" / self.dispatch_id
-        self.described = self.recipe.describe()
-        self.attempts: list[Attempt] = []
-        self.started = time.monotonic()
-        self.started_at = telemetry.now()
-        self.mode = "required"
-        self.slot = memslot.SlotRead("skipped")
-        self.phase = "starting"
-        self._before: codex.Before | None = None
+        super().__post_init__()
         self.lock: Lock | None = None
-        self.used = 0  # Codex runs of this dispatch before this process (a resumed dispatch)
-        self.resumed: dict[str, Any] | None = None
-        self.guard = codex.TasksGuard(self.path)  # TASKS.md as it was when Codex started
-        self.byproducts = Byproducts()
-        self.codex_env: dict[str, str] = dict(self.env)
-
-    @property
-    def header(self) -> Header:
-        return Header(
-            self.dispatch_id,
-            self.started_at,
-            self.described["id"],
-            self.described["fingerprint"],
-            self.mode,
-        )
-
-    @property
-    def max_attempts(self) -> int:
-        return 1 + self.recipe.limits.max_corrections
-
-    # -- plumbing for the modules ---------------------------------------------------
-
-    def _render(self, name: str, context: dict[str, Any], *, refuse: bool) -> str:
-        templates = self.session.resources.templates
-        return prompts.render_prompt(
-            templates, name, context, env=self.env, task_id=self.task_id, refuse=refuse
-        )
-
-    def _context(self, tf: TaskFile, task: Task) -> dict[str, Any]:
-        return prompts.context(
-            tf, task, root=self.repo.root, env=self.env, mode=self.mode, slot=self.slot
-        )
-
-    def _update(self, status: str | None, block: str) -> None:
-        self.repo.inside(self.path)  # again: the tree may have changed while Codex ran
-        text = taskfile.read(self.path).text
-        if status is not None:
-            text = taskfile.with_status(text, self.task_id, status)
-        block = evidence_text(block, self.repo.root, self.session.home)
-        text = taskfile.with_block(text, self.task_id, self.dispatch_id, block)
-        atomic_write(self.path, text)
-
-    def _heartbeat(self, what: str) -> Callable[[float], None]:
-        def beat(elapsed: float) -> None:
-            self.console.say(f"  … {what} ({human_seconds(elapsed)})")
-
-        return beat
 
     def _started(self, pgid: int) -> None:
         if self.lock is not None:
             self.lock.record_group(pgid)
-
-    def _log(self, record: dict[str, Any]) -> None:
-        telemetry.append(self.repo.state_dir, record)
-
-    def _dispatch_record(self, task: Task, status: str, reason: str) -> dict[str, Any]:
-        return report.dispatch_record(
-            self.header,
-            task,
-            status,
-            reason,
-            slot=self.slot.state,
-            attempts=self.attempts,
-            seconds=time.monotonic() - self.started,
-        )
-
-    def _end_attempt(self, task: Task, attempt: Attempt, outcome: str) -> None:
-        attempt.outcome = outcome
-        self._log(report.attempt_record(self.header, task, attempt))
 
     def _verify(self, task: Task) -> list[VerifyRun]:
         def phase(text: str) -> None:
@@ -259,7 +164,7 @@ class Dispatcher:
             env=self.env,
             limit=self.recipe.limits.verification_timeout_seconds,
             console=self.console,
-            heartbeat=self._heartbeat,
+            heartbeat=self.heartbeat,
             on_start=self._started,
             on_command=phase,
         )
@@ -297,8 +202,8 @@ class Dispatcher:
                     f"plan-build: warning: the workflow_status checkpoint is unavailable "
                     f"({self.slot.reason}); the prompt says so"
                 )
-        context = self._context(tf, task)
-        prompt = self._render("codex/task.md.j2", context, refuse=True)
+        context = self.context(tf, task)
+        prompt = self.render("codex/task.md.j2", context, refuse=True)
         if self.dry_run:
             out = self.run_dir / "attempt-1.last-message.md"
             argv = prompts.codex_argv(self.recipe, recipes.IMPLEMENTER, out, "<prompt>")
@@ -341,7 +246,7 @@ class Dispatcher:
         )
         # the baseline comes before the status changes: if the snapshot fails, nothing did
         baseline = str(self.resumed["baseline_tree"]) if self.resumed else codex.tree(self.repo)
-        self._update(
+        self.update(
             IN_PROGRESS,
             running_block(self.header, task.id, self.used + 1, recipes.IMPLEMENTER, os.getpid()),
         )
@@ -358,63 +263,17 @@ class Dispatcher:
             status, reason = self._attempts(tf, task, scope, prompt)
         except PlanBuildError as exc:
             if isinstance(exc, proc.CommandCancelled):
-                self._interrupted(task, exc)
+                outcome.interrupted(self, task, exc)
             else:  # a failed snapshot, an unwritable state dir: never leave it In Progress
-                self._failed(task, exc)
+                outcome.failed(self, task, exc)
             raise
         except BaseException as exc:
-            self._interrupted(task, exc)
+            outcome.interrupted(self, task, exc)
             if self.on_interrupt is not None and isinstance(exc, KeyboardInterrupt):
                 with contextlib.suppress(Exception):
-                    self.on_interrupt(self._result(IN_PROGRESS, "interrupted", []))
+                    self.on_interrupt(self.result(IN_PROGRESS, "interrupted", []))
             raise
-        return self._finish(task, status, reason, baseline)
-
-    def _finish(self, task: Task, status: str, reason: str, baseline: str) -> DispatchResult:
-        """The evidence, TASKS.md, the task state and the log for the dispatch's outcome."""
-        changed = codex.dispatch_changes(self.repo, baseline, self.attempts, self.byproducts)
-        block = final_block(
-            self.header,
-            task_id=task.id,
-            status=status,
-            reason=reason,
-            attempts=self.attempts,
-            max_attempts=self.max_attempts,
-            changed=changed,
-            seconds=time.monotonic() - self.started,
-            env=self.env,
-        )
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        block = evidence_text(block, self.repo.root, self.session.home)
-        (self.run_dir / "evidence.md").write_text(block, encoding="utf-8")
-        digest = None
-        try:
-            self._update(status, block)
-            fresh = taskfile.read(self.path)
-            fresh_task = fresh.get(task.id)
-            digest = fresh.content_digest(fresh_task) if fresh_task else None
-        except PlanBuildError as exc:
-            self.console.say(
-                f"plan-build: warning: could not record the outcome in {taskfile.FILENAME} "
-                f"({exc.what}); the evidence is in {self.run_dir / 'evidence.md'}"
-            )
-        last = {"dispatch": self.dispatch_id, "status": status, "reason": reason}
-        taskstate.record_end(self.repo, task.id, {**last, "digest": digest})
-        self._log(self._dispatch_record(task, status, reason))
-        report.say_outcome(self.console, task, status, reason, self.attempts)
-        return self._result(status, reason, changed)
-
-    def _result(self, status: str, reason: str, changed: list[str]) -> DispatchResult:
-        return DispatchResult(
-            self.task_id,
-            self.dispatch_id,
-            status,
-            reason,
-            self.attempts,
-            changed,
-            time.monotonic() - self.started,
-            self.described,
-        )
+        return outcome.finish(self, task, status, reason, baseline)
 
     def _dead_attempt(self, task: Task, scope: Scope) -> tuple[str, str] | None:
         """A resumed dispatch first checks what happened since the dead run's last Codex run
@@ -439,7 +298,7 @@ class Dispatcher:
             stop = "verified" if dead.verified else "corrections_exhausted"
         if stop is None:
             return None
-        self._end_attempt(task, dead, stop)
+        self.end_attempt(task, dead, stop)
         return (REVIEW if stop == "verified" else BLOCKED), stop
 
     def _run_attempt(
@@ -450,8 +309,8 @@ class Dispatcher:
         attempt = Attempt(number, role, r.model, r.reasoning)
         self.attempts.append(attempt)
         if number > self.used + 1:
-            self._update(None, running_block(self.header, task.id, number, role, os.getpid()))
-        self._before = before = codex.before(self.repo)
+            self.update(None, running_block(self.header, task.id, number, role, os.getpid()))
+        self.before = before = codex.before(self.repo)
         ignored = snapshot.ignored_files(self.repo)
         taskstate.save_running(
             self.repo,
@@ -473,7 +332,7 @@ class Dispatcher:
             codex_env=self.codex_env,
             env=self.env,
             home=self.session.home,
-            heartbeat=self._heartbeat(f"codex still working on {self.task_id}"),
+            heartbeat=self.heartbeat(f"codex still working on {self.task_id}"),
             on_start=self._started,
         )
         return attempt, before, ignored
@@ -491,28 +350,28 @@ class Dispatcher:
             number += 1
             role = recipes.CORRECTOR if failures else recipes.IMPLEMENTER
             if failures:
-                base = self._context(tf, task)
+                base = self.context(tf, task)
                 context = prompts.correction_context(
                     base, self.attempts, number - 1, limits.max_corrections, failures
                 )
-                prompt = self._render("codex/correction.md.j2", context, refuse=False)
+                prompt = self.render("codex/correction.md.j2", context, refuse=False)
             attempt, before, ignored = self._run_attempt(task, number, role, prompt)
             self._check_tree(attempt, scope, before, ignored)
             self.guard.disarm()
             stop = codex.classify(attempt)
             if stop is not None:
-                self._end_attempt(task, attempt, stop)
+                self.end_attempt(task, attempt, stop)
                 return BLOCKED, stop
             attempt.verification = self._verify(task)
             if attempt.verified:
-                self._end_attempt(task, attempt, "verified")
+                self.end_attempt(task, attempt, "verified")
                 return REVIEW, "verified"
             attempt.outcome = "verification_failed"
             said = codex.no_change(attempt, self.env)
             if said is not None:
                 self.console.say(f"    {said}")
             idle = idle + 1 if said is not None else 0
-            self._log(report.attempt_record(self.header, task, attempt))
+            self.log(report.attempt_record(self.header, task, attempt))
             failures = [v for v in attempt.verification if not v.passed]
             corrections_used = number - 1
             # a correction only when a verification can still follow it (it always does here:
@@ -521,64 +380,6 @@ class Dispatcher:
                 return BLOCKED, "corrections_exhausted"
             if idle >= NO_CHANGE_LIMIT:  # early: more runs of an idle Codex change nothing
                 return BLOCKED, "no_change"
-
-    def _interrupted(self, task: Task, exc: BaseException) -> None:
-        """Ctrl-C, a termination signal or an error mid-dispatch: keep In Progress, say how to
-        resume."""
-        if isinstance(exc, KeyboardInterrupt):
-            what = interrupts.signal_name(exc)
-        else:
-            what = f"an error ({exc})"
-        in_codex = self.phase.endswith("(codex)")
-        stopped = (
-            "Codex and its processes were stopped"
-            if in_codex
-            else "the running command was stopped"
-        )
-        outside: list[str] = []
-        if self._before is not None and in_codex:
-            outside = codex.outside_at_stop(
-                self.repo,
-                Scope(task.scope),
-                self._before,
-                byproducts=self.byproducts,
-                guard=self.guard,
-            )
-        block = interrupted_block(
-            self.header,
-            task.id,
-            what=what,
-            phase=self.phase,
-            stopped=stopped,
-            attempts=self.attempts[:-1],
-            outside=outside,
-            env=self.env,
-        )
-        with contextlib.suppress(Exception):
-            self._update(None, block)
-        with contextlib.suppress(Exception):
-            record = self._dispatch_record(task, IN_PROGRESS, "interrupted")
-            record["outside_scope"] = len(outside)
-            self._log(record)
-
-    def _failed(self, task: Task, exc: PlanBuildError) -> None:
-        """plan-build itself failed mid-dispatch: the task becomes Blocked (reason `error`)
-        with the message, so it is never left In Progress by a failure that repeats."""
-        block = failed_block(
-            self.header,
-            task.id,
-            phase=self.phase,
-            what=evidence_text(exc.what, self.repo.root, self.session.home),
-            attempts=self.attempts,
-            env=self.env,
-        )
-        with contextlib.suppress(Exception):
-            self._update(BLOCKED, block)
-        with contextlib.suppress(Exception):
-            last = {"dispatch": self.dispatch_id, "status": BLOCKED, "reason": "error"}
-            taskstate.record_end(self.repo, task.id, last)
-        with contextlib.suppress(Exception):
-            self._log(self._dispatch_record(task, BLOCKED, "error"))
 
 
 def run(
