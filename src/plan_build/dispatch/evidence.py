@@ -17,7 +17,7 @@ from typing import Any
 
 from plan_build import redact
 from plan_build.dispatch import telemetry
-from plan_build.dispatch.taskfile import BLOCKED, IN_PROGRESS, PENDING, REVIEW
+from plan_build.dispatch.taskmodel import BLOCKED, IN_PROGRESS, PENDING, REVIEW
 from plan_build.errors import ExitCode
 from plan_build.render import fence
 

@@ -25,7 +25,7 @@ from plan_build.dispatch.evidence import (
     human_seconds,
 )
 from plan_build.dispatch.scope import Byproducts
-from plan_build.dispatch.taskfile import Task, TaskFile
+from plan_build.dispatch.taskmodel import Task, TaskFile
 from plan_build.fsutil import atomic_write
 from plan_build.gitrepo import discover
 

@@ -19,7 +19,7 @@ from plan_build.dispatch.evidence import (
 )
 from plan_build.dispatch.inflight import InFlight
 from plan_build.dispatch.scope import Scope
-from plan_build.dispatch.taskfile import BLOCKED, IN_PROGRESS, Task
+from plan_build.dispatch.taskmodel import BLOCKED, IN_PROGRESS, Task
 from plan_build.errors import PlanBuildError
 
 

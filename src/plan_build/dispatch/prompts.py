@@ -15,7 +15,7 @@ from plan_build.dispatch import memslot, taskfile
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch.evidence import SCOPE_MARKER, Attempt, VerifyRun, tail
 from plan_build.dispatch.memscope import project_identity
-from plan_build.dispatch.taskfile import (
+from plan_build.dispatch.taskmodel import (
     BLOCKED,
     COMPLETE,
     IN_PROGRESS,

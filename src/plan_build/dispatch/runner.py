@@ -43,7 +43,7 @@ from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch.evidence import Attempt, DispatchResult, VerifyRun, running_block
 from plan_build.dispatch.inflight import InFlight
 from plan_build.dispatch.scope import Scope
-from plan_build.dispatch.taskfile import BLOCKED, IN_PROGRESS, PENDING, REVIEW, Task, TaskFile
+from plan_build.dispatch.taskmodel import BLOCKED, IN_PROGRESS, PENDING, REVIEW, Task, TaskFile
 from plan_build.dispatch.verification import verify
 from plan_build.errors import PlanBuildError, usage
 from plan_build.fsutil import StateFileError, atomic_write, read_json

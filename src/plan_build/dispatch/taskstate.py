@@ -16,7 +16,7 @@ from typing import Any
 
 from plan_build import snapshot
 from plan_build.dispatch import telemetry
-from plan_build.dispatch.taskfile import IN_PROGRESS, Task
+from plan_build.dispatch.taskmodel import IN_PROGRESS, Task
 from plan_build.fsutil import StateFileError, read_json, write_json
 from plan_build.gitrepo import Repo
 
