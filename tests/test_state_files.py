@@ -139,15 +139,15 @@ def test_a_broken_baseline_json_is_one_message(repo: Path, cli) -> None:
 
 
 def test_the_dispatch_task_state_is_bounded(repo: Path) -> None:
-    from plan_build.dispatch import runner
+    from plan_build.dispatch import taskstate
 
     r = gitrepo.discover(repo)
-    path = runner._task_state_path(r, "T1")
+    path = taskstate.path(r, "T1")
     path.parent.mkdir(parents=True)
-    assert runner._read_task_state(r, "T1") == {}  # missing: no state yet, as before
+    assert taskstate.read(r, "T1") == {}  # missing: no state yet, as before
     path.write_text(DEEP)
     with pytest.raises(fsutil.StateFileError) as info:
-        runner._read_task_state(r, "T1")
+        taskstate.read(r, "T1")
     assert info.value.path == path
 
 

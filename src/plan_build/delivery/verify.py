@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_build import checks, fsutil, proc, redact, snapshot
+from plan_build.checkrun import run_check
 from plan_build.checks import Check
 from plan_build.config import FILENAME, Config
 from plan_build.delivery import baseline as baseline_mod
@@ -513,31 +514,23 @@ def run_command(
         if progress:
             progress(f"{cmd.name} still running ({int(elapsed)}s)")
 
-    try:
-        r = proc.run(
-            cmd.argv,
-            cwd=repo.root,
-            env=env,
-            timeout=cmd.timeout,
-            heartbeat=beat,
-            heartbeat_every=30,
-        )
-    except proc.CommandNotFound:
+    r = run_check(cmd.argv, cwd=repo.root, env=env, timeout=cmd.timeout, heartbeat=beat)
+    if r.not_found:
         return Check(
             cid,
             "fail",
             f"not available: {cmd.argv[0]} is not installed or not on PATH",
             f"install it, or fix verify.commands in {FILENAME}",
         )
-    except proc.CommandTimeout:
+    if r.timed_out:
         return Check(
             cid,
             "fail",
             f"{shown} did not finish within {cmd.timeout:g}s and was stopped",
             f"make it faster or raise its timeout in {FILENAME}",
         )
-    except PlanBuildError as exc:  # not executable, and the like
-        return Check(cid, "fail", f"not available: {exc.what}", exc.fix)
+    if r.error is not None:  # not executable, and the like
+        return Check(cid, "fail", f"not available: {r.error}", r.fix)
     log_dir.mkdir(parents=True, exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", cmd.name)
     log = log_dir / f"{safe}.log"

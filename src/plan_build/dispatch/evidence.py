@@ -9,13 +9,15 @@ output (credentials withheld).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from plan_build import redact
 from plan_build.dispatch import telemetry
-from plan_build.dispatch.taskfile import IN_PROGRESS, PENDING, REVIEW
+from plan_build.dispatch.taskmodel import BLOCKED, IN_PROGRESS, PENDING, REVIEW
 from plan_build.errors import ExitCode
 from plan_build.render import fence
 
@@ -168,6 +170,15 @@ def one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def evidence_text(text: str, root: Path, home: Path | None) -> str:
+    """Text for TASKS.md (a committed file): paths relative to the repository, never the
+    home directory."""
+    text = text.replace(str(root) + os.sep, "").replace(str(root), ".")
+    if home is not None and str(home) not in ("", "/"):
+        text = text.replace(str(home), "~")
+    return text
+
+
 @dataclass(frozen=True)
 class Header:
     dispatch_id: str
@@ -191,6 +202,56 @@ def running_block(header: Header, task_id: str, attempt: int, role: str, pid: in
         f"If no dispatch is running any more, rerun `plan-build dispatch {task_id}` to "
         "resume; the work tree keeps every change.\n"
     )
+
+
+def interrupted_block(
+    header: Header,
+    task_id: str,
+    *,
+    what: str,
+    phase: str,
+    stopped: str,
+    attempts: list[Attempt],
+    outside: list[str],
+    env: Mapping[str, str],
+) -> str:
+    """The task stays In Progress after an interruption: what stopped it, the attempts that
+    finished, and how to resume."""
+    lines = [
+        header.line(),
+        f"Outcome: In Progress · interrupted by {one_line(what)} during {phase}; {stopped}",
+    ]
+    for a in attempts:
+        lines.extend(attempt_lines(a, env))
+    if outside:
+        lines.append(
+            "- Changed outside the scope before the stop: " + ", ".join(f"`{p}`" for p in outside)
+        )
+    lines.append(
+        f"- Resume: review the work tree (every change is kept), then rerun "
+        f"`plan-build dispatch {task_id}`; or set Status to Blocked to stop here."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def failed_block(
+    header: Header,
+    task_id: str,
+    *,
+    phase: str,
+    what: str,
+    attempts: list[Attempt],
+    env: Mapping[str, str],
+) -> str:
+    """plan-build itself failed: Blocked (reason `error`) with its message."""
+    lines = [
+        header.line(),
+        f"Outcome: Blocked · plan-build stopped during {phase}: {one_line(what)}",
+    ]
+    for a in attempts:
+        lines.extend(attempt_lines(a, env))
+    lines.append(f"- Next: {next_step(BLOCKED, 'error', task_id)}")
+    return "\n".join(lines) + "\n"
 
 
 def attempt_lines(a: Attempt, env: Mapping[str, str]) -> list[str]:

@@ -12,8 +12,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-_GLOB_CHARS = re.compile(r"[*?\[]")
-
 
 def problem(pattern: str) -> str | None:
     """Why `pattern` cannot be a scope entry, or None when it can."""
@@ -106,10 +104,6 @@ class Scope:
             for p, rx in zip(self.patterns, self._compiled, strict=True)
             if not any(rx.match(f) for f in files)
         ]
-
-
-def is_glob(pattern: str) -> bool:
-    return bool(_GLOB_CHARS.search(pattern))
 
 
 # By-products of running a task's own checks (Python caches). A change under them is listed,

@@ -15,53 +15,39 @@ the evidence blocks it writes between `<!-- plan-build:dispatch ID begin/end -->
 Every other byte (prose, other sections, unknown fields, line endings, a missing final
 newline) is left exactly as it was: edits are splices into the original text, never a
 re-serialisation.
+
+Reading and splicing live here (a splice re-parses to find its offsets); the model is in
+`taskmodel`, the rules a plan must satisfy in `tasklint`, the line scanning in `markdown`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
-from plan_build.dispatch import scope as scopes
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.dispatch import markdown as md
+from plan_build.dispatch import tasklint
+from plan_build.dispatch.taskmodel import (
+    COMPLETE,
+    FILENAME,
+    SECTIONS,
+    STATUSES,
+    TASK_ID,
+    Block,
+    Command,
+    Problem,
+    Section,
+    Task,
+    TaskFile,
+    TaskFileError,
+)
 
-FILENAME = "TASKS.md"
+# the model too, so that callers import `taskfile` alone
+__all__ = ["COMPLETE", "FILENAME", "STATUSES", "TASK_ID", "Problem", "Task", "TaskFile"]
+__all__ += ["TaskFileError", "parse", "read", "with_block", "with_status"]
 
-STATUSES = ("Pending", "In Progress", "Blocked", "Review", "Complete")
-PENDING, IN_PROGRESS, BLOCKED, REVIEW, COMPLETE = STATUSES
-
-TASK_ID = re.compile(r"^TASK-\d{3,}$")
-
-# canonical section key -> heading names accepted for it (compared case-insensitively)
-SECTIONS: dict[str, tuple[str, ...]] = {
-    "objective": ("objective", "goal"),
-    "scope": ("scope", "allowed scope", "allowed file scope", "file scope", "files"),
-    "context": ("context", "context and interfaces", "interfaces"),
-    "prompt": ("prompt", "codex prompt"),
-    "acceptance": ("acceptance criteria", "acceptance"),
-    "tests": ("tests", "test requirements", "testing"),
-    "verification": ("verification", "verification commands", "verify"),
-    "coderabbit": ("coderabbit", "coderabbit outcome", "review outcome"),
-    "evidence": ("evidence", "completion evidence"),
-}
-TITLES = {
-    "objective": "Objective",
-    "scope": "Scope",
-    "context": "Context",
-    "prompt": "Prompt",
-    "acceptance": "Acceptance criteria",
-    "tests": "Tests",
-    "verification": "Verification",
-    "coderabbit": "CodeRabbit",
-    "evidence": "Evidence",
-}
-REQUIRED = ("objective", "scope", "prompt", "acceptance", "tests", "verification")
-RECOMMENDED = ("context", "coderabbit", "evidence")
 _SECTION_KEY = {name: key for key, names in SECTIONS.items() for name in names}
 
 FIELD_KEYS = {
@@ -74,143 +60,14 @@ FIELD_KEYS = {
 }
 NONE_WORDS = {"", "none", "-", "—", "–", "n/a", "na", "nothing", "no"}
 SHELL_TOKENS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "<<", "2>", "2>&1", "&>", "|&"}
-
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _TASK_HEADING = re.compile(r"^\[?(TASK-\d+)\]?(?=$|[\s:.\-–—)])[\s:.\-–—)]*(.*)$")
 _LOOSE_TASK = re.compile(r"^\[?task[\s_-]*\d+", re.IGNORECASE)
 _FIELD = re.compile(
     r"^[ \t]{0,3}(?:[-*+][ \t]+)?(?:\*\*|__)?(?P<key>[A-Za-z][A-Za-z ]{0,30}?)"
     r"(?:(?:\*\*|__)[ \t]*:|[ \t]*:(?:\*\*|__)?)[ \t]*(?P<value>.*?)[ \t]*$"
 )
-_BULLET = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+(?P<item>.*?)[ \t]*$")
-_BACKTICKS = re.compile(r"(`+)(.+?)\1")
 _MARKER = re.compile(r"^<!-- plan-build:dispatch (?P<id>[A-Za-z0-9._:-]+) (?P<edge>begin|end) -->")
 _OUTCOME = re.compile(r"^Outcome: (?P<outcome>[A-Za-z][A-Za-z ]*?)\s*(?:[·(].*)?$")
-
-
-class TaskFileError(PlanBuildError):
-    def __init__(self, what: str, fix: str | None = None) -> None:
-        super().__init__(what, fix, code=ExitCode.USAGE)
-
-
-@dataclass(frozen=True)
-class Problem:
-    line: int
-    message: str
-    task: str | None = None
-    level: Literal["error", "warning"] = "error"
-
-    def human(self, name: str = FILENAME) -> str:
-        who = f"{self.task}: " if self.task else ""
-        kind = "" if self.level == "error" else "warning: "
-        return f"{name}:{self.line}: {kind}{who}{self.message}"
-
-    def as_json(self) -> dict[str, Any]:
-        return {"level": self.level, "line": self.line, "task": self.task, "message": self.message}
-
-
-@dataclass(frozen=True)
-class Command:
-    """One verification command: run as an argument list, never through a shell."""
-
-    argv: tuple[str, ...]
-    text: str
-    line: int
-
-
-@dataclass(frozen=True)
-class Section:
-    key: str | None  # canonical key, None for a section plan-build does not know
-    title: str
-    level: int
-    line: int
-    start: int  # offset of the heading line
-    body_start: int
-    end: int
-
-
-@dataclass(frozen=True)
-class Block:
-    """An evidence block plan-build wrote (begin marker line to end marker line, inclusive)."""
-
-    id: str
-    line: int
-    start: int
-    end: int
-    outcome: str | None
-
-
-@dataclass
-class Task:
-    id: str
-    title: str
-    line: int
-    level: int
-    start: int
-    end: int
-    status: str | None = None
-    status_raw: str | None = None
-    status_span: tuple[int, int] | None = None
-    status_line: int | None = None
-    dependencies: tuple[str, ...] = ()
-    dependencies_line: int | None = None
-    sections: dict[str, Section] = field(default_factory=dict)
-    field_level: int | None = None
-    scope: tuple[str, ...] = ()
-    scope_lines: tuple[int, ...] = ()
-    commands: tuple[Command, ...] = ()
-    blocks: tuple[Block, ...] = ()
-    bodies: dict[str, str] = field(default_factory=dict)
-
-    def body(self, key: str) -> str:
-        return self.bodies.get(key, "")
-
-    @property
-    def prompt(self) -> str:
-        """The approved prompt: the body of Prompt, unwrapped when it is one fenced block."""
-        return _unwrap_fence(self.body("prompt"))
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "status": self.status,
-            "dependencies": list(self.dependencies),
-            "scope": list(self.scope),
-            "verification": [c.text for c in self.commands],
-            "line": self.line,
-            "dispatches": len(self.blocks),
-        }
-
-
-@dataclass
-class TaskFile:
-    path: Path
-    text: str
-    tasks: list[Task]
-    problems: list[Problem]
-    newline: str = "\n"
-
-    def get(self, task_id: str) -> Task | None:
-        return next((t for t in self.tasks if t.id == task_id), None)
-
-    @property
-    def errors(self) -> list[Problem]:
-        return [p for p in self.problems if p.level == "error"]
-
-    def content_digest(self, task: Task) -> str:
-        """A digest of the task's text minus what plan-build owns (status value, evidence)."""
-        cuts: list[tuple[int, int]] = [(b.start, b.end) for b in task.blocks]
-        if task.status_span:
-            cuts.append(task.status_span)
-        pieces: list[str] = []
-        pos = task.start
-        for a, b in sorted(cuts):
-            pieces.append(self.text[pos:a])
-            pos = b
-        pieces.append(self.text[pos : task.end])
-        return hashlib.sha256("".join(pieces).encode("utf-8")).hexdigest()
 
 
 # ----------------------------------------------------------------------------- reading
@@ -238,66 +95,21 @@ def read(path: Path) -> TaskFile:
     return parse(text, path)
 
 
-@dataclass(frozen=True)
-class _Line:
-    no: int  # 1-based
-    start: int  # offset of the first character (after a BOM on line 1)
-    end: int  # offset after the line ending
-    content: str  # without the line ending
-    fenced: bool  # inside (or the delimiter of) a fenced code block
-
-
-def _lines(text: str) -> list[_Line]:
-    out: list[_Line] = []
-    pos = 0
-    fence: tuple[str, int] | None = None
-    for no, raw in enumerate(text.splitlines(keepends=True), start=1):
-        start = pos
-        pos += len(raw)
-        content = raw.rstrip("\r\n")
-        if no == 1 and content.startswith("\ufeff"):
-            content = content[1:]
-            start += 1
-        m = _FENCE.match(content)
-        fenced = fence is not None
-        if fence is None and m:
-            fence = (m.group(1)[0], len(m.group(1)))
-            fenced = True
-        elif (
-            fence is not None
-            and m
-            and m.group(1)[0] == fence[0]
-            and len(m.group(1)) >= fence[1]
-            and not m.group(2).strip()
-        ):
-            fence = None
-        out.append(_Line(no, start, pos, content, fenced))
-    return out
-
-
-def _decorations(value: str) -> str:
-    v = value.strip()
-    for mark in ("**", "__", "`", "*", "_"):
-        if len(v) > 2 * len(mark) - 1 and v.startswith(mark) and v.endswith(mark):
-            v = v[len(mark) : -len(mark)].strip()
-    return v
-
-
 def _canonical_status(value: str) -> str | None:
-    v = re.sub(r"[\s_-]+", " ", _decorations(value)).strip().lower()
+    v = re.sub(r"[\s_-]+", " ", md.decorations(value)).strip().lower()
     return next((s for s in STATUSES if s.lower() == v), None)
 
 
 def parse(text: str, path: Path = Path(FILENAME)) -> TaskFile:
-    lines = _lines(text)
+    lines = md.lines(text)
     crlf = text.count("\r\n")
     newline = "\r\n" if crlf and crlf * 2 >= text.count("\n") else "\n"
     problems: list[Problem] = []
-    headings: list[tuple[_Line, int, str]] = []
+    headings: list[tuple[md.Line, int, str]] = []
     for ln in lines:
         if ln.fenced:
             continue
-        m = _HEADING.match(ln.content)
+        m = md.HEADING.match(ln.content)
         if m:
             headings.append((ln, len(m.group(1)), (m.group(2) or "").strip()))
 
@@ -328,7 +140,7 @@ def parse(text: str, path: Path = Path(FILENAME)) -> TaskFile:
         tasks.append(
             Task(
                 id=task_id,
-                title=_decorations(rest),
+                title=md.decorations(rest),
                 line=ln.no,
                 level=level,
                 start=ln.start,
@@ -339,7 +151,7 @@ def parse(text: str, path: Path = Path(FILENAME)) -> TaskFile:
         _fill(tasks[-1], text, lines[ln.no - 1 : last_line], headings[i + 1 : stop], problems)
 
     tf = TaskFile(path=path, text=text, tasks=tasks, problems=problems, newline=newline)
-    _lint(tf, lines)
+    tasklint.lint(tf)
     tf.problems.sort(key=lambda p: (p.line, p.level != "error"))
     return tf
 
@@ -347,8 +159,8 @@ def parse(text: str, path: Path = Path(FILENAME)) -> TaskFile:
 def _fill(
     task: Task,
     text: str,
-    lines: list[_Line],
-    headings: list[tuple[_Line, int, str]],
+    lines: list[md.Line],
+    headings: list[tuple[md.Line, int, str]],
     problems: list[Problem],
 ) -> None:
     inner = [(ln, lvl, t) for ln, lvl, t in headings if task.start < ln.start < task.end]
@@ -361,7 +173,7 @@ def _fill(
     preamble_end = bounds[0][0].start if bounds else task.end
     for j, (ln, lvl, title) in enumerate(bounds):
         end = bounds[j + 1][0].start if j + 1 < len(bounds) else task.end
-        key = _SECTION_KEY.get(re.sub(r"\s+", " ", _decorations(title).rstrip(":")).lower())
+        key = _SECTION_KEY.get(re.sub(r"\s+", " ", md.decorations(title).rstrip(":")).lower())
         section = Section(key, title, lvl, ln.no, ln.start, ln.end, end)
         if key is None:
             continue
@@ -382,10 +194,10 @@ def _fill(
         task.scope, task.scope_lines = _scope_entries(task.sections["scope"], lines)
     if "verification" in task.sections:
         task.commands = tuple(_commands(task, task.sections["verification"], lines, problems))
-    task.blocks = tuple(_blocks(task, text, lines, problems))
+    task.blocks = tuple(_blocks(task, lines, problems))
 
 
-def _fields(task: Task, lines: list[_Line], preamble_end: int, problems: list[Problem]) -> None:
+def _fields(task: Task, lines: list[md.Line], preamble_end: int, problems: list[Problem]) -> None:
     """Status and Dependencies lines between the task heading and its first section."""
     seen: dict[str, int] = {}
     for ln in lines:
@@ -408,7 +220,7 @@ def _fields(task: Task, lines: list[_Line], preamble_end: int, problems: list[Pr
             continue
         task.dependencies_line = ln.no
         task.dependencies = tuple(dict.fromkeys(re.findall(r"TASK-\d+", value)))
-        if not task.dependencies and _decorations(value).lower() not in NONE_WORDS:
+        if not task.dependencies and md.decorations(value).lower() not in NONE_WORDS:
             problems.append(
                 Problem(
                     ln.no,
@@ -418,29 +230,26 @@ def _fields(task: Task, lines: list[_Line], preamble_end: int, problems: list[Pr
             )
 
 
-def _section_lines(section: Section, lines: list[_Line]) -> Iterator[_Line]:
+def _section_lines(section: Section, lines: list[md.Line]) -> Iterator[md.Line]:
     return (ln for ln in lines if section.body_start <= ln.start < section.end)
 
 
-def _first_backticks(item: str) -> str | None:
-    m = _BACKTICKS.search(item)
-    return m.group(2).strip() if m else None
-
-
-def _scope_entries(section: Section, lines: list[_Line]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+def _scope_entries(
+    section: Section, lines: list[md.Line]
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
     patterns: list[str] = []
     where: list[int] = []
     for ln in _section_lines(section, lines):
         if ln.fenced:
-            if _FENCE.match(ln.content):
+            if md.FENCE.match(ln.content):
                 continue
             candidate = ln.content.strip()
         else:
-            m = _BULLET.match(ln.content)
+            m = md.BULLET.match(ln.content)
             if not m:
                 continue
             item = m.group("item")
-            candidate = _first_backticks(item) or (item.split()[0] if item.split() else "")
+            candidate = md.first_backticks(item) or (item.split()[0] if item.split() else "")
         if candidate and not candidate.startswith("#"):
             patterns.append(candidate)
             where.append(ln.no)
@@ -448,7 +257,7 @@ def _scope_entries(section: Section, lines: list[_Line]) -> tuple[tuple[str, ...
 
 
 def _commands(
-    task: Task, section: Section, lines: list[_Line], problems: list[Problem]
+    task: Task, section: Section, lines: list[md.Line], problems: list[Problem]
 ) -> Iterator[Command]:
     body = list(_section_lines(section, lines))
     fenced = any(ln.fenced for ln in body)
@@ -456,12 +265,12 @@ def _commands(
     first_line = 0
     for ln in body:
         if fenced:
-            if not ln.fenced or _FENCE.match(ln.content):
+            if not ln.fenced or md.FENCE.match(ln.content):
                 continue
             text = ln.content.strip()
         else:
-            m = _BULLET.match(ln.content)
-            code = _first_backticks(m.group("item")) if m else None
+            m = md.BULLET.match(ln.content)
+            code = md.first_backticks(m.group("item")) if m else None
             if code is None:
                 continue
             text = code
@@ -515,8 +324,8 @@ def _command(task: Task, text: str, line: int, problems: list[Problem]) -> Comma
     return Command(tuple(argv), text, line)
 
 
-def _blocks(task: Task, text: str, lines: list[_Line], problems: list[Problem]) -> Iterator[Block]:
-    open_: tuple[str, _Line] | None = None
+def _blocks(task: Task, lines: list[md.Line], problems: list[Problem]) -> Iterator[Block]:
+    open_: tuple[str, md.Line] | None = None
     outcome: str | None = None
     for ln in lines:
         if not (task.start <= ln.start < task.end) or ln.fenced:
@@ -543,178 +352,6 @@ def _blocks(task: Task, text: str, lines: list[_Line], problems: list[Problem]) 
         )
 
 
-def _unwrap_fence(body: str) -> str:
-    stripped = body.strip("\r\n")
-    lines = stripped.splitlines()
-    if len(lines) >= 2:
-        m = _FENCE.match(lines[0])
-        last = lines[-1].strip()
-        if m and last and set(last) == {m.group(1)[0]} and len(last) >= len(m.group(1)):
-            inner = "\n".join(lines[1:-1])
-            if not _FENCE.match(inner.splitlines()[0] if inner else ""):
-                return inner + "\n"
-    return body.strip("\r\n") + "\n" if body.strip() else ""
-
-
-# ----------------------------------------------------------------------------- lint
-
-
-def _lint(tf: TaskFile, lines: list[_Line]) -> None:
-    problems = tf.problems
-    if not tf.tasks:
-        problems.append(
-            Problem(1, "no tasks found (a task is a heading like `## TASK-001: Title`)")
-        )
-        return
-    first: dict[str, Task] = {}
-    for task in tf.tasks:
-        if task.id in first:
-            problems.append(
-                Problem(
-                    task.line, f"duplicate task id (first at line {first[task.id].line})", task.id
-                )
-            )
-        else:
-            first[task.id] = task
-        problems.extend(_lint_task(task, problems))
-    for task in tf.tasks:
-        problems.extend(_lint_dependencies(task, first))
-    for cycle in _cycles(first):
-        head = first[cycle[0]]
-        problems.append(
-            Problem(
-                head.dependencies_line or head.line,
-                "dependency cycle: " + " → ".join([*cycle, cycle[0]]),
-                head.id,
-            )
-        )
-    running = [t for t in tf.tasks if t.status == IN_PROGRESS]
-    if len(running) > 1:
-        ids = ", ".join(t.id for t in running)
-        for t in running:
-            problems.append(
-                Problem(
-                    t.status_line or t.line,
-                    f"more than one task is In Progress ({ids}); only one may be",
-                    t.id,
-                )
-            )
-
-
-def _lint_task(task: Task, earlier: list[Problem]) -> list[Problem]:
-    out: list[Problem] = []
-    if not task.title:
-        out.append(Problem(task.line, "the heading has no title after the id", task.id))
-    if task.status_line is None:
-        out.append(
-            Problem(task.line, "no Status line (add `Status: Pending` under the heading)", task.id)
-        )
-    elif task.status is None:
-        out.append(
-            Problem(
-                task.status_line,
-                f"unknown status {task.status_raw!r} (use one of: {', '.join(STATUSES)})",
-                task.id,
-            )
-        )
-    if task.dependencies_line is None:
-        out.append(
-            Problem(
-                task.line, "no Dependencies line (add `Dependencies: none` or task ids)", task.id
-            )
-        )
-    kinds: tuple[tuple[tuple[str, ...], Literal["error", "warning"]], ...] = (
-        (REQUIRED, "error"),
-        (RECOMMENDED, "warning"),
-    )
-    for keys, level in kinds:
-        missing = [f'"{TITLES[k]}"' for k in keys if k not in task.sections]
-        if missing:
-            noun = "section" if len(missing) == 1 else "sections"
-            out.append(Problem(task.line, f"no {', '.join(missing)} {noun}", task.id, level))
-    for key in REQUIRED:
-        if key in task.sections and not task.body(key).strip():
-            out.append(Problem(task.sections[key].line, f'"{TITLES[key]}" is empty', task.id))
-    return out + _lint_scope_and_commands(task, earlier)
-
-
-def _lint_scope_and_commands(task: Task, earlier: list[Problem]) -> list[Problem]:
-    out: list[Problem] = []
-    if "scope" in task.sections:
-        if not task.scope and task.body("scope").strip():
-            out.append(
-                Problem(
-                    task.sections["scope"].line,
-                    "Scope lists no paths (one path or glob per bullet)",
-                    task.id,
-                )
-            )
-        for pattern, line in zip(task.scope, task.scope_lines, strict=True):
-            why = scopes.problem(pattern)
-            if why:
-                out.append(Problem(line, why, task.id))
-    already = any(p.task == task.id and "verification command" in p.message for p in earlier)
-    if task.body("verification").strip() and not task.commands and not already:
-        out.append(
-            Problem(
-                task.sections["verification"].line,
-                "no verification commands found (put them in a fenced code block, "
-                "one command per line)",
-                task.id,
-            )
-        )
-    return out
-
-
-def _lint_dependencies(task: Task, tasks: dict[str, Task]) -> list[Problem]:
-    out: list[Problem] = []
-    line = task.dependencies_line or task.line
-    for dep in task.dependencies:
-        if dep == task.id:
-            out.append(Problem(line, "depends on itself", task.id))
-        elif dep not in tasks:
-            out.append(Problem(line, f"depends on {dep}, which does not exist", task.id))
-        elif task.status in (REVIEW, COMPLETE) and tasks[dep].status != COMPLETE:
-            out.append(
-                Problem(
-                    line,
-                    f"is {task.status} but its dependency {dep} is "
-                    f"{tasks[dep].status or 'unknown'}",
-                    task.id,
-                    "warning",
-                )
-            )
-    return out
-
-
-def _cycles(tasks: dict[str, Task]) -> list[list[str]]:
-    found: list[list[str]] = []
-    seen_sets: set[frozenset[str]] = set()
-    state: dict[str, int] = {}
-
-    def visit(node: str, stack: list[str]) -> None:
-        state[node] = 1
-        stack.append(node)
-        for dep in tasks[node].dependencies:
-            if dep not in tasks or dep == node:
-                continue
-            if state.get(dep) == 1:
-                cycle = stack[stack.index(dep) :]
-                key = frozenset(cycle)
-                if key not in seen_sets:
-                    seen_sets.add(key)
-                    found.append(cycle)
-            elif state.get(dep) is None:
-                visit(dep, stack)
-        stack.pop()
-        state[node] = 2
-
-    for node in tasks:
-        if state.get(node) is None:
-            visit(node, [])
-    return found
-
-
 # ----------------------------------------------------------------------------- writing
 
 
@@ -734,7 +371,7 @@ def with_status(text: str, task_id: str, status: str) -> str:
     if task.status_span:
         a, b = task.status_span
         return text[:a] + status + text[b:]
-    heading_end = next(ln.end for ln in _lines(text) if ln.start == task.start)
+    heading_end = next(ln.end for ln in md.lines(text) if ln.start == task.start)
     line = f"Status: {status}{tf.newline}"
     if heading_end == len(text) and not text.endswith(("\n", "\r")):
         line = tf.newline + line
@@ -765,24 +402,13 @@ def with_block(text: str, task_id: str, block_id: str, block: str) -> str:
     section = task.sections.get("evidence")
     if section is None:
         level = task.field_level or task.level + 1
-        pos = _content_end(text, task.start, task.end)
+        pos = md.content_end(text, task.start, task.end)
         prefix = "" if pos == 0 or text[:pos].endswith(("\n", "\r")) else nl
         addition = f"{prefix}{nl}{'#' * level} Evidence{nl}{nl}{rendered}"
         if pos < len(text) and not text[pos:].startswith(("\n", "\r")):
             addition += nl
         return text[:pos] + addition + text[pos:]
-    pos = max(_content_end(text, section.body_start, section.end), section.body_start)
+    pos = max(md.content_end(text, section.body_start, section.end), section.body_start)
     prefix = "" if text[:pos].endswith(("\n", "\r")) else nl
     addition = f"{prefix}{nl}{rendered}"
     return text[:pos] + addition + text[pos:]
-
-
-def _content_end(text: str, start: int, end: int) -> int:
-    """The offset just after the last non-blank line in text[start:end] (after its newline)."""
-    chunk = text[start:end]
-    stripped = chunk.rstrip(" \t\r\n")
-    if not stripped:
-        return start
-    pos = start + len(stripped)
-    nl_at = text.find("\n", pos)
-    return end if nl_at == -1 or nl_at >= end else nl_at + 1

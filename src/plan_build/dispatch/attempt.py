@@ -1,0 +1,234 @@
+"""One Codex run and what it changed: the run, the work-tree, ignored-path, HEAD and index
+checks after it, the undo of a TASKS.md edit, and the reason (scope, git state, sandbox, time
+limit...) it ends the dispatch before verification."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from plan_build import proc, redact, snapshot
+from plan_build.dispatch import recipe as recipes
+from plan_build.dispatch import taskfile, telemetry
+from plan_build.dispatch.evidence import SCOPE_MARKER, Attempt, evidence_text, one_line, tail
+from plan_build.dispatch.prompts import codex_argv
+from plan_build.dispatch.scope import Byproducts, Scope
+from plan_build.errors import PlanBuildError
+from plan_build.fsutil import atomic_write
+from plan_build.gitrepo import Repo
+
+HEARTBEAT_EVERY = 30.0
+STDERR_TAIL_LINES = 8
+STDERR_TAIL_CHARS = 1_500
+# lines every codex run prints that say nothing about why it failed
+STDERR_NOISE = re.compile(r"Reading additional input from stdin|Stack backtrace:|\s+\d+: ")
+
+Before = tuple[str, str | None, str]  # work tree (without TASKS.md), HEAD, index tree
+
+
+def tree(repo: Repo) -> str:
+    """The work tree without TASKS.md: plan-build owns that file during a dispatch and
+    checks Codex's edits to it byte for byte (TasksGuard)."""
+    return snapshot.worktree_tree(repo, exclude=(*snapshot.TOOL_STATE, taskfile.FILENAME))
+
+
+def before(repo: Repo) -> Before:
+    return (tree(repo), repo.head(), snapshot.index_tree(repo))
+
+
+class TasksGuard:
+    """TASKS.md as it was when Codex started, to undo any edit Codex makes to it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.before: bytes | None = None
+
+    def _bytes(self) -> bytes | None:
+        try:
+            return self.path.read_bytes()
+        except OSError:
+            return None
+
+    def arm(self) -> None:
+        self.before = self._bytes()
+
+    def disarm(self) -> None:
+        self.before = None
+
+    def undo(self, attempt: Attempt | None) -> bool:
+        """Restore the bytes from before Codex's run; True when Codex had changed them."""
+        before = self.before
+        if before is None or self._bytes() == before:
+            return False
+        atomic_write(self.path, before)
+        if attempt is not None:
+            attempt.changed.append(taskfile.FILENAME)
+            attempt.outside.append(taskfile.FILENAME)
+            attempt.notes.append(
+                f"`{taskfile.FILENAME}` was changed by Codex; plan-build owns it during a "
+                "dispatch and restored its own version"
+            )
+        return True
+
+
+def stderr_tail(stderr: str, env: Mapping[str, str], root: Path, home: Path | None) -> str:
+    """The last lines of Codex's stderr, for the console and the evidence: credentials
+    withheld, paths relative to the repository, no home directory."""
+    kept = [ln for ln in stderr.splitlines() if ln.strip() and not STDERR_NOISE.match(ln)]
+    text = tail("\n".join(kept), STDERR_TAIL_LINES, STDERR_TAIL_CHARS)
+    text, _ = redact.redact(text, env)
+    return evidence_text(text, root, home)
+
+
+def run_codex(
+    attempt: Attempt,
+    prompt: str,
+    *,
+    recipe: recipes.Recipe,
+    run_dir: Path,
+    root: Path,
+    codex_env: Mapping[str, str],
+    env: Mapping[str, str],
+    home: Path | None,
+    heartbeat: Callable[[float], None],
+    on_start: Callable[[int], None],
+) -> None:
+    """Run Codex for `attempt` (supervised, with the recipe's time limit) and record its exit,
+    time, events and final message; its files go to `run_dir`. `env` is the session's, for
+    withholding credentials from the stderr tail."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    out = run_dir / f"attempt-{attempt.number}.last-message.md"
+    with contextlib.suppress(FileNotFoundError):
+        out.unlink()  # codex keeps an old file's content when it fails
+    (run_dir / f"attempt-{attempt.number}.prompt.md").write_text(prompt, encoding="utf-8")
+    argv = codex_argv(recipe, attempt.role, out, prompt)
+    started = time.monotonic()
+    stdout = ""
+    try:
+        done = proc.run(
+            argv,
+            cwd=root,
+            env=codex_env,
+            timeout=recipe.limits.codex_timeout_seconds,
+            heartbeat=heartbeat,
+            heartbeat_every=HEARTBEAT_EVERY,
+            supervised=True,
+            on_start=on_start,
+        )
+        attempt.codex_exit = done.returncode
+        stdout = done.stdout
+        (run_dir / f"attempt-{attempt.number}.stderr.txt").write_text(done.stderr, encoding="utf-8")
+        if done.returncode != 0 or not stdout.strip():
+            attempt.stderr_tail = stderr_tail(done.stderr, env, root, home)
+    except proc.CommandTimeout as exc:
+        attempt.timed_out = True
+        stdout = exc.stdout
+    attempt.codex_seconds = time.monotonic() - started
+    (run_dir / f"attempt-{attempt.number}.events.jsonl").write_text(stdout, encoding="utf-8")
+    attempt.events = telemetry.parse_events(stdout)
+    try:
+        message = out.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        message = ""
+    attempt.final_message = message.strip() or (attempt.events.final_message or "")
+
+
+def check_tree(
+    repo: Repo,
+    attempt: Attempt,
+    scope: Scope,
+    before: Before,
+    ignored_before: snapshot.Ignored | None,
+    *,
+    byproducts: Byproducts,
+    guard: TasksGuard,
+) -> None:
+    """Record what changed since `before` (tracked, untracked and ignored paths, check
+    by-products apart), what of it is outside the scope, and any move of HEAD or the index."""
+    tree_before, head_before, index_before = before
+    after = tree(repo)
+    changed = snapshot.changed_paths(repo, tree_before, after)
+    ignored: list[str] = []
+    if ignored_before is not None:
+        ignored = [p for p in snapshot.changed_ignored(repo, ignored_before) if p not in changed]
+    attempt.byproducts = [p for p in changed + ignored if byproducts.matches(p)]
+    attempt.ignored = [p for p in ignored if not byproducts.matches(p)]
+    attempt.changed = [p for p in changed if not byproducts.matches(p)] + attempt.ignored
+    attempt.outside = [p for p in attempt.changed if not scope.allows(p)]
+    # TASKS.md is the plan's record: never Codex's to change, whatever the globs say
+    guard.undo(attempt)
+    head_after = repo.head()
+    if head_after != head_before:
+        attempt.git_moves.append(
+            f"HEAD moved from {(head_before or 'none')[:12]} to {(head_after or 'none')[:12]}"
+            " (a commit, reset or checkout)"
+        )
+    if snapshot.index_tree(repo) != index_before:
+        attempt.git_moves.append("the index changed (something was staged or unstaged)")
+
+
+def classify(attempt: Attempt) -> str | None:
+    """The reason this attempt ends the dispatch before verification, if any."""
+    if attempt.outside:
+        return "scope"
+    if attempt.git_moves:
+        return "git_state"
+    if attempt.events.sandbox_errors:
+        return "sandbox_unavailable"  # no correction can help; nothing could run
+    if attempt.timed_out:
+        return "codex_timeout"
+    if attempt.codex_exit != 0:
+        return "codex_failed"
+    if attempt.events.events == 0:
+        return "no_events"
+    if any(ln.strip().startswith(SCOPE_MARKER) for ln in attempt.final_message.splitlines()):
+        return "scope_requested"
+    return None
+
+
+def no_change(attempt: Attempt, env: Mapping[str, str]) -> str | None:
+    """A failed attempt that changed nothing is not a failing fix: the line that says so,
+    quoting Codex (also kept as a note in the evidence); None when it changed something."""
+    if attempt.changed:
+        return None
+    attempt.outcome = "no_change"
+    said = one_line(redact.redact(attempt.final_message, env)[0] or "nothing")
+    line = f"Codex made no change; it said: “{said}”"
+    attempt.notes.append(line)
+    return line
+
+
+def outside_at_stop(
+    repo: Repo, scope: Scope, before: Before, *, byproducts: Byproducts, guard: TasksGuard
+) -> list[str]:
+    """What a Codex run stopped mid-way (Ctrl-C, a signal, an error) had changed outside the
+    scope, TASKS.md's undone edit included; best effort, as the stop must go on."""
+    outside: list[str] = []
+    with contextlib.suppress(Exception):
+        if guard.undo(None):
+            outside.append(f"{taskfile.FILENAME} (Codex's edit undone)")
+    with contextlib.suppress(Exception):
+        changed = snapshot.changed_paths(repo, before[0], tree(repo))
+        changed = [p for p in changed if not byproducts.matches(p)]
+        outside = scope.outside(changed) + outside
+    return outside
+
+
+def dispatch_changes(
+    repo: Repo, baseline: str, attempts: list[Attempt], byproducts: Byproducts
+) -> list[str]:
+    """Every path the dispatch changed since its baseline (check by-products apart), ignored
+    paths included, and a note when Codex's TASKS.md edit was undone."""
+    try:
+        since = snapshot.changed_paths(repo, baseline, tree(repo))
+    except PlanBuildError:
+        since = [p for a in attempts for p in a.changed if p not in a.ignored]
+    changed = [p for p in dict.fromkeys(since) if not byproducts.matches(p)]
+    for a in attempts:
+        changed.extend(p for p in a.ignored if p not in changed)
+    if any(taskfile.FILENAME in a.changed for a in attempts):
+        changed.append(f"{taskfile.FILENAME} (Codex's edit undone)")
+    return changed

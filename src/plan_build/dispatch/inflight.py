@@ -1,0 +1,130 @@
+"""A dispatch in flight: its identity, its progress (attempts, phase, the snapshot before the
+running Codex) and the records it keeps: the task's block in TASKS.md and the telemetry log.
+
+The runner's loop and the endings in `outcome` both read and write this one state.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from plan_build.context import Session
+from plan_build.dispatch import attempt as codex
+from plan_build.dispatch import memslot, prompts, report, taskfile, telemetry
+from plan_build.dispatch import recipe as recipes
+from plan_build.dispatch.evidence import (
+    Attempt,
+    DispatchResult,
+    Header,
+    evidence_text,
+    human_seconds,
+)
+from plan_build.dispatch.scope import Byproducts
+from plan_build.dispatch.taskmodel import Task, TaskFile
+from plan_build.fsutil import atomic_write
+from plan_build.gitrepo import discover
+
+
+@dataclass
+class InFlight:
+    session: Session
+    task_id: str
+    recipe: recipes.Recipe
+
+    def __post_init__(self) -> None:
+        self.console = self.session.console
+        self.env = self.session.env
+        self.repo = discover(self.session.cwd, self.env)
+        self.path = self.repo.inside(self.repo.root / taskfile.FILENAME)
+        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        self.dispatch_id = f"{stamp}-{os.urandom(2).hex()}"
+        self.run_dir = self.repo.state_dir / "dispatch" / "runs" / self.dispatch_id
+        self.described = self.recipe.describe()
+        self.attempts: list[Attempt] = []
+        self.started = time.monotonic()
+        self.started_at = telemetry.now()
+        self.mode = "required"
+        self.slot = memslot.SlotRead("skipped")
+        self.phase = "starting"
+        self.before: codex.Before | None = None  # the snapshot before the running Codex
+        self.used = 0  # Codex runs of this dispatch before this process (a resumed dispatch)
+        self.resumed: dict[str, Any] | None = None
+        self.guard = codex.TasksGuard(self.path)  # TASKS.md as it was when Codex started
+        self.byproducts = Byproducts()
+        self.codex_env: dict[str, str] = dict(self.env)
+
+    @property
+    def header(self) -> Header:
+        return Header(
+            self.dispatch_id,
+            self.started_at,
+            self.described["id"],
+            self.described["fingerprint"],
+            self.mode,
+        )
+
+    @property
+    def max_attempts(self) -> int:
+        return 1 + self.recipe.limits.max_corrections
+
+    def render(self, name: str, context: dict[str, Any], *, refuse: bool) -> str:
+        templates = self.session.resources.templates
+        return prompts.render_prompt(
+            templates, name, context, env=self.env, task_id=self.task_id, refuse=refuse
+        )
+
+    def context(self, tf: TaskFile, task: Task) -> dict[str, Any]:
+        return prompts.context(
+            tf, task, root=self.repo.root, env=self.env, mode=self.mode, slot=self.slot
+        )
+
+    def update(self, status: str | None, block: str) -> None:
+        """Set the task's Status (unless None) and write this dispatch's evidence block."""
+        self.repo.inside(self.path)  # again: the tree may have changed while Codex ran
+        text = taskfile.read(self.path).text
+        if status is not None:
+            text = taskfile.with_status(text, self.task_id, status)
+        block = evidence_text(block, self.repo.root, self.session.home)
+        text = taskfile.with_block(text, self.task_id, self.dispatch_id, block)
+        atomic_write(self.path, text)
+
+    def heartbeat(self, what: str) -> Callable[[float], None]:
+        def beat(elapsed: float) -> None:
+            self.console.say(f"  … {what} ({human_seconds(elapsed)})")
+
+        return beat
+
+    def log(self, record: dict[str, Any]) -> None:
+        telemetry.append(self.repo.state_dir, record)
+
+    def dispatch_record(self, task: Task, status: str, reason: str) -> dict[str, Any]:
+        return report.dispatch_record(
+            self.header,
+            task,
+            status,
+            reason,
+            slot=self.slot.state,
+            attempts=self.attempts,
+            seconds=time.monotonic() - self.started,
+        )
+
+    def end_attempt(self, task: Task, attempt: Attempt, outcome: str) -> None:
+        attempt.outcome = outcome
+        self.log(report.attempt_record(self.header, task, attempt))
+
+    def result(self, status: str, reason: str, changed: list[str]) -> DispatchResult:
+        return DispatchResult(
+            self.task_id,
+            self.dispatch_id,
+            status,
+            reason,
+            self.attempts,
+            changed,
+            time.monotonic() - self.started,
+            self.described,
+        )

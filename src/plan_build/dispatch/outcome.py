@@ -1,0 +1,117 @@
+"""How a dispatch ends: Review or Blocked with its evidence, In Progress after an interruption
+(with how to resume), or Blocked when plan-build itself failed. Each writes TASKS.md, the task
+state and the log; the endings after a stop never raise (the stop must go on)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from plan_build import interrupts
+from plan_build.dispatch import attempt as codex
+from plan_build.dispatch import report, taskfile, taskstate
+from plan_build.dispatch.evidence import (
+    DispatchResult,
+    evidence_text,
+    failed_block,
+    final_block,
+    interrupted_block,
+)
+from plan_build.dispatch.inflight import InFlight
+from plan_build.dispatch.scope import Scope
+from plan_build.dispatch.taskmodel import BLOCKED, IN_PROGRESS, Task
+from plan_build.errors import PlanBuildError
+
+
+def finish(d: InFlight, task: Task, status: str, reason: str, baseline: str) -> DispatchResult:
+    """Review or Blocked: the evidence (also in the run dir), TASKS.md, the task state, the log
+    and the console."""
+    changed = codex.dispatch_changes(d.repo, baseline, d.attempts, d.byproducts)
+    block = final_block(
+        d.header,
+        task_id=task.id,
+        status=status,
+        reason=reason,
+        attempts=d.attempts,
+        max_attempts=d.max_attempts,
+        changed=changed,
+        seconds=time.monotonic() - d.started,
+        env=d.env,
+    )
+    d.run_dir.mkdir(parents=True, exist_ok=True)
+    block = evidence_text(block, d.repo.root, d.session.home)
+    (d.run_dir / "evidence.md").write_text(block, encoding="utf-8")
+    digest = None
+    try:
+        d.update(status, block)
+        fresh = taskfile.read(d.path)
+        fresh_task = fresh.get(task.id)
+        digest = fresh.content_digest(fresh_task) if fresh_task else None
+    except PlanBuildError as exc:
+        d.console.say(
+            f"plan-build: warning: could not record the outcome in {taskfile.FILENAME} "
+            f"({exc.what}); the evidence is in {d.run_dir / 'evidence.md'}"
+        )
+    last = {"dispatch": d.dispatch_id, "status": status, "reason": reason}
+    taskstate.record_end(d.repo, task.id, {**last, "digest": digest})
+    d.log(d.dispatch_record(task, status, reason))
+    report.say_outcome(d.console, task, status, reason, d.attempts)
+    return d.result(status, reason, changed)
+
+
+def interrupted(d: InFlight, task: Task, exc: BaseException) -> None:
+    """Ctrl-C, a termination signal or an error mid-dispatch: keep In Progress, say how to
+    resume."""
+    if isinstance(exc, KeyboardInterrupt):
+        what = interrupts.signal_name(exc)
+    else:
+        what = f"an error ({exc})"
+    in_codex = d.phase.endswith("(codex)")
+    stopped = (
+        "Codex and its processes were stopped" if in_codex else "the running command was stopped"
+    )
+    outside: list[str] = []
+    if d.before is not None and in_codex:
+        outside = codex.outside_at_stop(
+            d.repo,
+            Scope(task.scope),
+            d.before,
+            byproducts=d.byproducts,
+            guard=d.guard,
+        )
+    block = interrupted_block(
+        d.header,
+        task.id,
+        what=what,
+        phase=d.phase,
+        stopped=stopped,
+        attempts=d.attempts[:-1],
+        outside=outside,
+        env=d.env,
+    )
+    with contextlib.suppress(Exception):
+        d.update(None, block)
+    with contextlib.suppress(Exception):
+        record = d.dispatch_record(task, IN_PROGRESS, "interrupted")
+        record["outside_scope"] = len(outside)
+        d.log(record)
+
+
+def failed(d: InFlight, task: Task, exc: PlanBuildError) -> None:
+    """plan-build itself failed mid-dispatch: the task becomes Blocked (reason `error`)
+    with the message, so it is never left In Progress by a failure that repeats."""
+    block = failed_block(
+        d.header,
+        task.id,
+        phase=d.phase,
+        what=evidence_text(exc.what, d.repo.root, d.session.home),
+        attempts=d.attempts,
+        env=d.env,
+    )
+    with contextlib.suppress(Exception):
+        d.update(BLOCKED, block)
+    with contextlib.suppress(Exception):
+        last = {"dispatch": d.dispatch_id, "status": BLOCKED, "reason": "error"}
+        taskstate.record_end(d.repo, task.id, last)
+    with contextlib.suppress(Exception):
+        d.log(d.dispatch_record(task, BLOCKED, "error"))
