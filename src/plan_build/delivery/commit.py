@@ -13,16 +13,20 @@ stay staged and the work tree is never written. Nothing here pushes.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from plan_build import fsutil, interrupts, snapshot
 from plan_build.delivery import baseline as baseline_mod
-from plan_build.delivery import hunks
 from plan_build.delivery import intended as change_mod
 from plan_build.delivery import verify as verify_mod
 from plan_build.delivery.baseline import ZERO_OID, Baseline
+from plan_build.delivery.commitapproval import (
+    accept_allowlisted,
+    review_gate,
+    save_approval,
+)
+from plan_build.delivery.commitplan import Overlap, Plan, build_plan
 from plan_build.delivery.commitrecovery import (
     entries_json,
     pending_path,
@@ -32,208 +36,11 @@ from plan_build.delivery.commitrecovery import (
     sync_index,
     tidy,
 )
-from plan_build.delivery.intended import Change, Entry, display_path
+from plan_build.delivery.intended import display_path
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
 from plan_build.interact import Interaction, no_terminal, require_person
 from plan_build.ui import Console
-
-# --- review gate (seam) -----------------------------------------------------------------
-
-
-def review_gate(repo: Repo, *, tree: str | None = None) -> tuple[bool, str]:
-    """Whether review lets this change be committed, and why.
-
-    No review workflow at all passes (and the summary says so); otherwise the approval must be
-    plan-build's, for an implementation round, and for exactly this change (`tree`, the work
-    tree without plan-build's own state, which is what review rounds fingerprint).
-    """
-    from plan_build.review.state import current_approval
-
-    approval = current_approval(repo)
-    if approval.workflow is None:
-        return True, "no review recorded (no review workflow for this change)"
-    if not approval.approved:
-        return False, approval.reason
-    if approval.tree is None:
-        return False, f"{approval.reason}: review it with plan-build review.impl"
-    if approval.stale or (tree is not None and approval.tree != tree):
-        return False, f"{approval.reason}: the approval is stale, review again (review.repeat)"
-    return True, approval.reason
-
-
-# --- planning ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Overlap:
-    path: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{display_path(self.path)}: {self.detail}"
-
-
-class _Conflict(Exception):
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
-
-
-@dataclass(frozen=True)
-class Plan:
-    base: Baseline
-    change: Change
-    new_tree: str
-    commit_entries: list[tuple[str, Entry | None]]  # the committed version of each path
-    index_entries: list[tuple[str, Entry | None]]  # the user's index afterwards, same paths
-    kept: list[str] = field(default_factory=list)  # pre-existing changes left out
-
-
-def _line_conflict_message(
-    pairs: list[tuple[hunks.Hunk, hunks.Hunk]], describe: Callable[[hunks.Hunk, hunks.Hunk], str]
-) -> str:
-    shown = [describe(x, y) for x, y in pairs[:3]]
-    more = len(pairs) - len(shown)
-    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
-
-
-def _merge_scalar(base: str, a: str, b: str, conflict: str) -> str:
-    if a == base:
-        return b
-    if b == base:
-        return a
-    raise _Conflict(conflict)
-
-
-class _Splicer:
-    """Merges two sets of edits of one path relative to a base, through git objects."""
-
-    def __init__(self, repo: Repo) -> None:
-        self.repo = repo
-
-    def _hunks(self, old: str, new: str) -> list[hunks.Hunk]:
-        diff = change_mod.git_bytes(
-            self.repo, "diff", "-U0", "-a", "--no-color", "--no-ext-diff", "--no-textconv", old, new
-        )
-        return hunks.parse_u0(diff)
-
-    def merge(
-        self,
-        base: Entry | None,
-        a: Entry | None,
-        b: Entry | None,
-        *,
-        whole: str,
-        mode: str,
-        lines: Callable[[hunks.Hunk, hunks.Hunk], str],
-    ) -> Entry | None:
-        """`base` plus both sides' changes; `a` and `b` are each base plus one side's edits."""
-        if a == base:
-            return b
-        if b == base:
-            return a
-        if base is None or a is None or b is None:
-            raise _Conflict(whole)
-        if not (base.kind == a.kind == b.kind == "file"):
-            raise _Conflict(whole)
-        new_mode = _merge_scalar(base.mode, a.mode, b.mode, mode)
-        if a.oid == base.oid:
-            return Entry(new_mode, b.oid)
-        if b.oid == base.oid:
-            return Entry(new_mode, a.oid)
-        base_data, a_data, b_data = change_mod.read_objects(self.repo, [base.oid, a.oid, b.oid])
-        if base_data is None or a_data is None or b_data is None:
-            raise _Conflict(whole)
-        if any(change_mod.is_binary(d) for d in (base_data, a_data, b_data)):
-            raise _Conflict(whole + " (binary file)")
-        base_lines = hunks.split_lines(base_data)
-        a_lines, b_lines = hunks.split_lines(a_data), hunks.split_lines(b_data)
-        a_hunks, b_hunks = self._hunks(base.oid, a.oid), self._hunks(base.oid, b.oid)
-        try:
-            hunks.validate(a_hunks, base_lines, a_lines)
-            hunks.validate(b_hunks, base_lines, b_lines)
-        except ValueError as exc:
-            raise _Conflict(f"its edits cannot be separated reliably ({exc})") from exc
-        pairs = hunks.conflicts(a_hunks, b_hunks)
-        if pairs:
-            raise _Conflict(_line_conflict_message(pairs, lines))
-        merged = hunks.splice(base_lines, a_lines, a_hunks, b_lines, b_hunks)
-        return Entry(new_mode, change_mod.write_blob(self.repo, merged))
-
-
-def build_plan(repo: Repo, base: Baseline, change: Change) -> Plan:
-    """The commit's tree and the user's index afterwards, or a refusal naming every overlap."""
-    head_tree = base.head_tree
-    pre = change_mod.raw_diff(repo, head_tree, base.worktree_tree)
-    staged = change_mod.raw_diff(repo, head_tree, base.staged_tree)
-    splicer = _Splicer(repo)
-    overlaps: list[Overlap] = []
-    commit_entries: list[tuple[str, Entry | None]] = []
-    index_entries: list[tuple[str, Entry | None]] = []
-    for fc in change.files:
-        path = fc.path
-        b_entry, c_entry = fc.old, fc.new
-        h_entry = pre[path][0] if path in pre else b_entry
-        try:
-            # HEAD + session = baseline + (baseline -> HEAD) + (baseline -> current).
-            r_entry = splicer.merge(
-                b_entry,
-                h_entry,
-                c_entry,
-                whole="the session changed a file that already had uncommitted changes of "
-                "another kind before the session (added, deleted, retyped or binary)",
-                mode="the session and your earlier edit both changed its file mode",
-                lines=lambda x, y: (
-                    f"the session's edit ({y.new_lines()} now) touches your earlier edit "
-                    f"({x.base_lines()} at the session start)"
-                ),
-            )
-            s_entry = staged[path][1] if path in staged else h_entry
-            # The index afterwards: committed version + the user's staged edits.
-            i_entry = splicer.merge(
-                h_entry,
-                r_entry,
-                s_entry,
-                whole="the session changed a file whose staged version cannot be kept apart "
-                "from it (added, deleted, retyped or binary)",
-                mode="the session and your staged edit both changed its file mode",
-                lines=lambda x, y: (
-                    f"the session's edit ({x.new_lines()} of the commit) touches your staged "
-                    f"edit ({y.new_lines()} of the staged file)"
-                ),
-            )
-        except _Conflict as exc:
-            overlaps.append(Overlap(path, exc.detail))
-            continue
-        commit_entries.append((path, r_entry))
-        index_entries.append((path, i_entry))
-    if overlaps:
-        listed = "\n    ".join(str(o) for o in overlaps[:10])
-        more = f"\n    and {len(overlaps) - 10} more" if len(overlaps) > 10 else ""
-        raise PlanBuildError(
-            f"the session's change overlaps work that was uncommitted before it started; "
-            f"nothing was committed:\n    {listed}{more}",
-            "commit by hand (git add -p) or move one of the edits apart so an unchanged line "
-            "separates them, then run plan-build commit again",
-            code=ExitCode.BLOCKED,
-        )
-    with snapshot.temp_index(repo, base.head or "empty") as env:
-        change_mod.git_bytes(
-            repo,
-            "update-index",
-            "-z",
-            "--index-info",
-            input=change_mod.index_info(commit_entries),
-            env=env,
-        )
-        new_tree = change_mod.git_bytes(repo, "write-tree", env=env).decode().strip()
-    touched = set(change_mod.raw_diff(repo, head_tree, new_tree))
-    if not touched <= {p for p, _ in commit_entries}:  # a bug, not a user error
-        raise RuntimeError("the commit tree changes paths outside the intended change")
-    kept = [p for p in pre if p not in {p2 for p2, _ in commit_entries}]
-    return Plan(base, change, new_tree, commit_entries, index_entries, kept)
-
 
 # --- messages -----------------------------------------------------------------------------
 
@@ -427,68 +234,6 @@ def run(
             )
         save_approval(repo, plan, record, review, accepted, how=how)
         return _publish(repo, plan, message, env, how)
-
-
-def accept_allowlisted(
-    ui: Interaction, console: Console, record: Mapping[str, Any]
-) -> list[dict[str, Any]]:
-    """Ask the user (at the terminal; agents were refused earlier) to accept the suspected
-    secrets that an allowlist pragma in the change silences. Returns what was accepted."""
-    failed = {c.get("id") for c in record.get("checks", []) if c.get("status") == "fail"}
-    if "secrets.allowlisted" not in failed:
-        return []
-    items = [i for i in record.get("allowlisted", []) if isinstance(i, dict)]
-    console.say("  suspected secrets silenced by an allowlist pragma in the change:")
-    for i in items[:50]:
-        console.say(f"    {display_path(str(i.get('path')))}:{i.get('line')} ({i.get('type')})")
-    if len(items) > 50:
-        console.say(f"    … and {len(items) - 50} more")
-    question = (
-        "Accept the allowlisted finding(s) above as not secrets, recording that in the "
-        "commit's approval record?"
-    )
-    if not ui.confirm(question, default=False):
-        raise PlanBuildError(
-            "the allowlisted suspected secrets were not accepted; nothing was committed",
-            "take them out of the change (or keep the pragma and accept them), then run "
-            "plan-build verify and plan-build commit again",
-            code=ExitCode.APPROVAL,
-        )
-    return items
-
-
-def approval_path(repo: Repo, session_id: str) -> Path:
-    return baseline_mod.sessions_dir(repo) / session_id / "commit-approval.json"
-
-
-def save_approval(
-    repo: Repo,
-    plan: Plan,
-    record: Mapping[str, Any],
-    review: str,
-    accepted: list[dict[str, Any]],
-    *,
-    how: str,
-) -> None:
-    """The commit's approval record: what the user approved at the terminal, and which
-    allowlisted findings they accepted. Written before HEAD moves."""
-    base = plan.base
-    fsutil.write_json(
-        repo.in_state(approval_path(repo, base.id)),
-        {
-            "session": base.id,
-            "approved_at": baseline_mod.now_utc(),
-            "branch": base.branch,
-            "head": base.head,
-            "tree": plan.change.tree,
-            "commit_tree": plan.new_tree,
-            "verified_at": record.get("when"),
-            "review": review,
-            "confirmed_on_terminal": True,
-            "confirmed_how": how,
-            "accepted_allowlisted": accepted,
-        },
-    )
 
 
 COMMAND = 'plan-build commit --message "…"'
