@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from plan_build import proc, snapshot
+from plan_build import proc
+from plan_build.delivery import statusindex
 from plan_build.delivery.baseline import Baseline
 from plan_build.gitrepo import Repo, git_argv, git_env
 
@@ -214,8 +215,9 @@ def _status(old: Entry | None, new: Entry | None) -> str:
 
 
 def compute(repo: Repo, base: Baseline, *, tree: str | None = None, counts: bool = True) -> Change:
-    """The intended change now (or against `tree`, an already taken snapshot)."""
-    current = tree or snapshot.worktree_tree(repo)
+    """The intended change now (or against `tree`, an already taken snapshot). Now is taken
+    through the session's kept index (`statusindex`): the same tree, re-hashing less."""
+    current = tree or statusindex.tree(repo, base)
     if counts:  # entries and line counts from one walk of the two trees
         out = git_bytes(repo, "diff-tree", *_RAW, "--numstat", base.worktree_tree, current)
         raw, stats = _parse_diff(out)
