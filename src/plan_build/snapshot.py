@@ -81,7 +81,7 @@ def _may_hold(index: Path, paths: Sequence[str]) -> bool:
     return any(os.fsencode(p) in data for p in paths)
 
 
-def _add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STATE) -> None:
+def add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STATE) -> None:
     """Stage the whole work tree into the private index, leaving `exclude` (paths relative to
     the repository root) out entirely, even where HEAD tracks them."""
     skip = [f":(exclude,literal){p}" for p in exclude]
@@ -140,7 +140,7 @@ def capture(repo: Repo, *, exclude: Sequence[str] = TOOL_STATE) -> Snapshot:
     """The staged tree and the whole work-tree tree, both from one copy of the user's index."""
     with temp_index(repo, "user") as env:
         staged = repo.git("write-tree", env=env).stdout.strip()  # no index: the empty tree
-        _add_all(repo, env, exclude)
+        add_all(repo, env, exclude)
         full = repo.git("write-tree", env=env).stdout.strip()
     return Snapshot(staged_tree=staged, worktree_tree=full)
 
@@ -149,7 +149,7 @@ def worktree_tree(repo: Repo, *, exclude: Sequence[str] = TOOL_STATE) -> str:
     """The tree id of the whole work tree as it is now (tracked and untracked, not ignored),
     without plan-build's own state (`exclude`)."""
     with temp_index(repo, "user") as env:
-        _add_all(repo, env, exclude)
+        add_all(repo, env, exclude)
         return repo.git("write-tree", env=env).stdout.strip()
 
 
@@ -201,7 +201,7 @@ class Rescan:
             self._seed = seed
         env = git_env()
         env["GIT_INDEX_FILE"] = str(self._index)
-        _add_all(self.repo, env, self.exclude)
+        add_all(self.repo, env, self.exclude)
         return self.repo.git("write-tree", env=env).stdout.strip()
 
 
@@ -370,6 +370,7 @@ __all__ = [
     "TOOL_STATE",
     "Rescan",
     "Snapshot",
+    "add_all",
     "capture",
     "changed_ignored",
     "changed_paths",

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
@@ -37,6 +38,7 @@ ZERO_OID = "0" * 40
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*$")
 MAX_ID_LENGTH = 64
 FORMAT = 1
+STATUS_INDEX = "status-index"  # the session's kept index for `status` (statusindex)
 
 # plan-build's own bookkeeping commits carry a fixed identity, so a baseline works in a
 # repository where the user has not configured one yet (and is never signed).
@@ -374,6 +376,7 @@ def mark_committed(
     done = replace(base, committed=commit, committed_at=now_utc(), approved=approved)
     save(repo, done)
     repo.git("update-ref", "-d", base.ref, base.pin, check=False)
+    shutil.rmtree(sessions_dir(repo) / base.id / STATUS_INDEX, ignore_errors=True)
     return done
 
 

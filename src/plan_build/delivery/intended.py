@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from plan_build import proc, snapshot
+from plan_build import proc
+from plan_build.delivery import statusindex
 from plan_build.delivery.baseline import Baseline
 from plan_build.gitrepo import Repo, git_argv, git_env
 
@@ -162,41 +163,45 @@ class Change:
 
 def raw_diff(repo: Repo, old: str, new: str) -> dict[str, tuple[Entry | None, Entry | None]]:
     """Every path that differs between two trees, with its old and new entry (None: absent)."""
-    out = git_bytes(repo, "diff-tree", "-r", "-z", "--raw", "--no-renames", "--abbrev=40", old, new)
-    fields = out.split(b"\0")
-    result: dict[str, tuple[Entry | None, Entry | None]] = {}
-    i = 0
-    while i + 1 < len(fields):
-        meta = fields[i].decode("ascii")
-        if not meta.startswith(":"):
-            i += 1
-            continue
-        old_mode, new_mode, old_oid, new_oid, _status = meta[1:].split(" ")
-        path = os.fsdecode(fields[i + 1])
-        result[path] = (
-            None if set(old_mode) == {"0"} else Entry(old_mode, old_oid),
-            None if set(new_mode) == {"0"} else Entry(new_mode, new_oid),
-        )
-        i += 2
-    return result
+    return _parse_diff(git_bytes(repo, "diff-tree", *_RAW, old, new))[0]
 
 
 def numstat(repo: Repo, old: str, new: str) -> dict[str, tuple[int | None, int | None]]:
     """Lines added and deleted per path (None, None for binary files)."""
     out = git_bytes(repo, "diff-tree", "-r", "-z", "--numstat", "--no-renames", old, new)
-    counts: dict[str, tuple[int | None, int | None]] = {}
-    for rec in out.split(b"\0"):
-        if not rec:
+    return _parse_diff(out)[1]
+
+
+_RAW = ("-r", "-z", "--raw", "--no-renames", "--abbrev=40")
+Counts = dict[str, tuple[int | None, int | None]]
+
+
+def _parse_diff(out: bytes) -> tuple[dict[str, tuple[Entry | None, Entry | None]], Counts]:
+    """`diff-tree -z` output with `--raw` records (":modes oids status", then the path) and/or
+    `--numstat` records ("added<TAB>deleted<TAB>path"; "-" for binary), in one pass."""
+    fields = out.split(b"\0")
+    entries: dict[str, tuple[Entry | None, Entry | None]] = {}
+    counts: Counts = {}
+    i = 0
+    while i < len(fields):
+        rec = fields[i]
+        i += 1
+        if rec.startswith(b":") and i < len(fields):
+            old_mode, new_mode, old_oid, new_oid, _status = rec[1:].decode("ascii").split(" ")
+            entries[os.fsdecode(fields[i])] = (
+                None if set(old_mode) == {"0"} else Entry(old_mode, old_oid),
+                None if set(new_mode) == {"0"} else Entry(new_mode, new_oid),
+            )
+            i += 1
             continue
         parts = rec.split(b"\t", 2)
-        if len(parts) != 3:
-            continue
-        a, d, path = parts
-        counts[os.fsdecode(path)] = (
-            None if a == b"-" else int(a),
-            None if d == b"-" else int(d),
-        )
-    return counts
+        if len(parts) == 3:
+            a, d, path = parts
+            counts[os.fsdecode(path)] = (
+                None if a == b"-" else int(a),
+                None if d == b"-" else int(d),
+            )
+    return entries, counts
 
 
 def _status(old: Entry | None, new: Entry | None) -> str:
@@ -210,10 +215,14 @@ def _status(old: Entry | None, new: Entry | None) -> str:
 
 
 def compute(repo: Repo, base: Baseline, *, tree: str | None = None, counts: bool = True) -> Change:
-    """The intended change now (or against `tree`, an already taken snapshot)."""
-    current = tree or snapshot.worktree_tree(repo)
-    raw = raw_diff(repo, base.worktree_tree, current)
-    stats = numstat(repo, base.worktree_tree, current) if counts and raw else {}
+    """The intended change now (or against `tree`, an already taken snapshot). Now is taken
+    through the session's kept index (`statusindex`): the same tree, re-hashing less."""
+    current = tree or statusindex.tree(repo, base)
+    if counts:  # entries and line counts from one walk of the two trees
+        out = git_bytes(repo, "diff-tree", *_RAW, "--numstat", base.worktree_tree, current)
+        raw, stats = _parse_diff(out)
+    else:
+        raw, stats = raw_diff(repo, base.worktree_tree, current), {}
     files = []
     for path, (old, new) in raw.items():
         added, deleted = stats.get(path, (0, 0)) if counts else (0, 0)
