@@ -27,6 +27,12 @@ def compact(moment: _dt.datetime | None = None) -> str:
     return (moment or now()).astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+def sortable_id(moment: _dt.datetime | None = None) -> str:
+    """`YYYYMMDD-HHMMSS`: the time part of codex-review's workflow ids and plan-build's session
+    ids (a random suffix makes them unique)."""
+    return (moment or now()).astimezone(UTC).strftime("%Y%m%d-%H%M%S")
+
+
 def from_epoch(seconds: float) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(seconds, UTC)
 

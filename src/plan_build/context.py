@@ -1,4 +1,8 @@
-"""The explicit context every step receives instead of reading globals."""
+"""The explicit context every step receives instead of reading globals.
+
+The repository and its `.plan-build.yaml` are found once per run, on first use (a command
+outside a repository never pays for git), and every step after that gets the same answer.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,15 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from plan_build.interact import Interaction, TerminalInteraction
 from plan_build.resources import Resources, locate
 from plan_build.ui import Console
+
+if TYPE_CHECKING:
+    from plan_build.config import Config
+    from plan_build.gitrepo import Repo
 
 
 @dataclass
@@ -22,10 +30,32 @@ class Session:
     resources: Resources
     stdin: TextIO | None = field(default=None)
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    _repos: dict[Path, Repo] = field(default_factory=dict, init=False, repr=False)
+    _configs: dict[Path, Config] = field(default_factory=dict, init=False, repr=False)
 
     @property
     def home(self) -> Path:
         return Path(self.env.get("HOME") or Path.home())
+
+    @property
+    def repo(self) -> Repo:
+        """The work tree containing `cwd`, discovered once (a PlanBuildError when there is
+        none: not cached, so a repository created by this run is found afterwards)."""
+        if self.cwd not in self._repos:
+            from plan_build.gitrepo import discover
+
+            self._repos[self.cwd] = discover(self.cwd, self.env)
+        return self._repos[self.cwd]
+
+    @property
+    def config(self) -> Config:
+        """The repository's `.plan-build.yaml`, loaded and validated once."""
+        root = self.repo.root
+        if root not in self._configs:
+            from plan_build import config
+
+            self._configs[root] = config.load(root)
+        return self._configs[root]
 
     @classmethod
     def from_process(cls) -> Session:

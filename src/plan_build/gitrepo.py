@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from plan_build import proc
@@ -52,6 +52,8 @@ class Repo:
     root: Path
     git_dir: Path
     common_dir: Path
+    # the session's environment it was discovered with: every git call here runs in it
+    env: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
 
     def git(
         self,
@@ -60,8 +62,13 @@ class Repo:
         env: Mapping[str, str] | None = None,
         input: str | None = None,
         timeout: float = GIT_TIMEOUT,
+        overlay: Mapping[str, str] | None = None,
     ) -> proc.Completed:
-        return git(list(args), cwd=self.root, env=env, check=check, input=input, timeout=timeout)
+        """One git call in the repository; `overlay` adds variables to its environment."""
+        base = env if env is not None else self.env
+        if overlay:
+            base = {**(base if base is not None else git_env()), **overlay}
+        return git(list(args), cwd=self.root, env=base, check=check, input=input, timeout=timeout)
 
     @property
     def state_dir(self) -> Path:
@@ -134,4 +141,6 @@ def discover(cwd: Path, env: Mapping[str, str] | None = None) -> Repo:
     root, git_dir, common = Path(lines[3]), Path(lines[4]), Path(lines[5])
     if not common.is_absolute():
         common = (cwd / common).resolve()
-    return Repo(root=root, git_dir=git_dir, common_dir=common)
+    return Repo(
+        root=root, git_dir=git_dir, common_dir=common, env=dict(env) if env is not None else None
+    )

@@ -50,7 +50,7 @@ def temp_index(
     """
     with fsutil.owned_tempdir(INDEX_PREFIX) as tmp:
         index = tmp / "index"
-        env = git_env()
+        env = git_env(repo.env)
         env["GIT_INDEX_FILE"] = str(index)
         if seed == "user":
             real = index_file(repo)
@@ -199,7 +199,7 @@ class Rescan:
             if index_file(self.repo).exists():
                 shutil.copy2(index_file(self.repo), self._index)  # mtime kept: see temp_index
             self._seed = seed
-        env = git_env()
+        env = git_env(self.repo.env)
         env["GIT_INDEX_FILE"] = str(self._index)
         add_all(self.repo, env, self.exclude)
         return self.repo.git("write-tree", env=env).stdout.strip()

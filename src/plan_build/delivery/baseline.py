@@ -16,9 +16,7 @@ Everything after this step compares against the baseline: the intended change is
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import json
-import os
 import re
 import secrets
 import shutil
@@ -28,7 +26,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from plan_build import fsutil, snapshot
+from plan_build import clock, fsutil, snapshot
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
 
@@ -92,14 +90,9 @@ class Baseline:
         return cls(**fields)
 
 
-def now_utc() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def new_id() -> str:
     """A sortable, unique session id: UTC time plus 6 random hex digits."""
-    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{secrets.token_hex(3)}"
+    return f"{clock.sortable_id()}-{secrets.token_hex(3)}"
 
 
 def validate_id(session_id: str) -> str:
@@ -177,17 +170,11 @@ def head_and_tree(repo: Repo) -> tuple[str | None, str]:
     return None, snapshot.EMPTY_TREE
 
 
-def _pin_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(_PIN_IDENTITY)
-    return env
-
-
 def _commit_tree(repo: Repo, tree: str, parents: list[str], message: str) -> str:
     args = ["commit-tree", tree]
     for parent in parents:
         args += ["-p", parent]
-    return repo.git(*args, "-F", "-", env=_pin_env(), input=message).stdout.strip()
+    return repo.git(*args, "-F", "-", overlay=_PIN_IDENTITY, input=message).stdout.strip()
 
 
 def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = None) -> Baseline:
@@ -227,7 +214,7 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
         )
     base = Baseline(
         id=sid,
-        created=now_utc(),
+        created=clock.stamp(),
         worktree=str(repo.root),
         git_dir=str(repo.git_dir),
         branch=branch,
@@ -373,7 +360,7 @@ def mark_committed(
     repo: Repo, base: Baseline, commit: str, *, approved: str | None = None
 ) -> Baseline:
     """Record the session's one commit and drop its pin (the baseline has served its purpose)."""
-    done = replace(base, committed=commit, committed_at=now_utc(), approved=approved)
+    done = replace(base, committed=commit, committed_at=clock.stamp(), approved=approved)
     save(repo, done)
     repo.git("update-ref", "-d", base.ref, base.pin, check=False)
     shutil.rmtree(sessions_dir(repo) / base.id / STATUS_INDEX, ignore_errors=True)

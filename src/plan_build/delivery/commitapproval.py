@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plan_build import fsutil
+from plan_build import clock, fsutil
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.delivery.commitplan import Plan
 from plan_build.delivery.intended import display_path
@@ -90,7 +90,7 @@ def save_approval(
         repo.in_state(approval_path(repo, base.id)),
         {
             "session": base.id,
-            "approved_at": baseline_mod.now_utc(),
+            "approved_at": clock.stamp(),
             "branch": base.branch,
             "head": base.head,
             "tree": plan.change.tree,

@@ -119,7 +119,7 @@ def _read_state(path: Path) -> dict[str, Any] | None:
 
 def _kept_tree(repo: Repo, directory: Path, exclude: tuple[str, ...]) -> str:
     index, state_file = directory / "index", directory / "state.json"
-    env = git_env()
+    env = git_env(repo.env)
     env["GIT_INDEX_FILE"] = str(index)
     key = seed_key(repo, exclude)
     state = _read_state(state_file)

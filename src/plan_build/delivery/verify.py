@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_build import checks, fsutil, proc, redact, snapshot
+from plan_build import checks, clock, fsutil, proc, redact, snapshot
 from plan_build.checkrun import run_check
 from plan_build.checks import Check
 from plan_build.config import FILENAME, Config
@@ -314,7 +314,7 @@ def run(
         mode=mode,
         change=change,
         checks=rows,
-        when=baseline_mod.now_utc(),
+        when=clock.stamp(),
         allowlisted=tuple(silenced),
     )
     save_record(repo, report)

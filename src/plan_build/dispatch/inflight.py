@@ -6,13 +6,13 @@ The runner's loop and the endings in `outcome` both read and write this one stat
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from plan_build import clock
 from plan_build.context import Session
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import memslot, prompts, report, taskfile, telemetry
@@ -27,7 +27,6 @@ from plan_build.dispatch.evidence import (
 from plan_build.dispatch.scope import Byproducts
 from plan_build.dispatch.taskmodel import Task, TaskFile
 from plan_build.fsutil import atomic_write
-from plan_build.gitrepo import discover
 
 
 @dataclass
@@ -39,15 +38,15 @@ class InFlight:
     def __post_init__(self) -> None:
         self.console = self.session.console
         self.env = self.session.env
-        self.repo = discover(self.session.cwd, self.env)
+        self.repo = self.session.repo
         self.path = self.repo.inside(self.repo.root / taskfile.FILENAME)
-        stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        stamp = clock.compact()
         self.dispatch_id = f"{stamp}-{os.urandom(2).hex()}"
         self.run_dir = self.repo.state_dir / "dispatch" / "runs" / self.dispatch_id
         self.described = self.recipe.describe()
         self.attempts: list[Attempt] = []
         self.started = time.monotonic()
-        self.started_at = telemetry.now()
+        self.started_at = clock.stamp()
         self.mode = "required"
         self.slot = memslot.SlotRead("skipped")
         self.phase = "starting"

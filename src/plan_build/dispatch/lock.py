@@ -14,8 +14,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from plan_build import locks, proc
-from plan_build.dispatch import telemetry
+from plan_build import clock, locks, proc
 from plan_build.errors import PlanBuildError, usage
 
 
@@ -49,7 +48,7 @@ class DispatchLock:
         """Take the lock; a dead holder's recorded process group is stopped first. Returns
         the pids stopped."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        previous = self._lock.acquire(busy=_busy, task=self.task_id, at=telemetry.now())
+        previous = self._lock.acquire(busy=_busy, task=self.task_id, at=clock.stamp())
         return _stop_survivors(previous) if previous else []
 
     def record_group(self, pgid: int) -> None:
@@ -59,7 +58,7 @@ class DispatchLock:
             return
         group: dict[str, Any] = {"pgid": pgid, "started": started}
         with contextlib.suppress(OSError):
-            self._lock.update(at=telemetry.now(), group=group)
+            self._lock.update(at=clock.stamp(), group=group)
 
     def release(self) -> None:
         self._lock.release()

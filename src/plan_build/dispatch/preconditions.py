@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from plan_build.config import FILENAME, Config
 from plan_build.dispatch import taskfile, taskstate
 from plan_build.dispatch.evidence import REASONS
 from plan_build.dispatch.scope import DEFAULT_BYPRODUCTS, Byproducts, byproduct_problem
@@ -106,16 +107,14 @@ def check(repo: Repo, tf: TaskFile, task: Task) -> None:
             )
 
 
-def byproducts(root: Path) -> Byproducts:
+def byproducts(cfg: Config) -> Byproducts:
     """The default check by-products plus the project's `dispatch.byproducts` globs."""
-    from plan_build import config
-
-    extra = config.load(root).get("dispatch.byproducts", []) or []
+    extra = cfg.get("dispatch.byproducts", []) or []
     for pattern in extra:
         why = byproduct_problem(pattern)
         if why:
             raise usage(
-                f"{config.FILENAME}: dispatch.byproducts entry {pattern!r} {why}",
+                f"{FILENAME}: dispatch.byproducts entry {pattern!r} {why}",
                 "use globs such as `.cache/` or `*.log`, relative to the repository root",
             )
     return Byproducts((*DEFAULT_BYPRODUCTS, *extra))

@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from plan_build import proc
+from plan_build import clock, proc
 from plan_build.dispatch import taskfile, telemetry
 from plan_build.dispatch.evidence import REASONS, Attempt, Header, human_seconds, next_step
 from plan_build.dispatch.taskmodel import REVIEW, Task
@@ -94,7 +94,7 @@ def write_dry_run(write: Callable[[str], Any], argv: list[str], prompt: str, tas
 def attempt_record(header: Header, task: Task, a: Attempt) -> dict[str, Any]:
     return {
         "kind": "attempt",
-        "at": telemetry.now(),
+        "at": clock.stamp(),
         "dispatch": header.dispatch_id,
         "task": task.id,
         "recipe": {"id": header.recipe_id, "fingerprint": header.fingerprint},
@@ -132,7 +132,7 @@ def dispatch_record(
     used = attempts[-1].number if attempts else 0
     return {
         "kind": "dispatch",
-        "at": telemetry.now(),
+        "at": clock.stamp(),
         "dispatch": header.dispatch_id,
         "task": task.id,
         "recipe": {"id": header.recipe_id, "fingerprint": header.fingerprint},

@@ -146,7 +146,7 @@ class Dispatcher(InFlight):
     def _begin(self, task: Task) -> tuple[Scope, str]:
         """Resume or start: the messages, Status In Progress, the saved running state."""
         scope = Scope(task.scope)
-        self.byproducts = preconditions.byproducts(self.repo.root)
+        self.byproducts = preconditions.byproducts(self.session.config)
         self.resumed = taskstate.resumable(self.repo, task)
         if self.resumed is not None:
             # the same dispatch goes on: its id, its baseline, its budget of Codex runs

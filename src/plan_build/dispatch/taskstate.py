@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plan_build import snapshot
-from plan_build.dispatch import telemetry
+from plan_build import clock, snapshot
 from plan_build.dispatch.taskmodel import IN_PROGRESS, Task
 from plan_build.fsutil import StateFileError, read_json, write_json
 from plan_build.gitrepo import Repo
@@ -52,7 +51,7 @@ def last(repo: Repo, task_id: str) -> dict[str, Any]:
 
 def record_end(repo: Repo, task_id: str, fields: Mapping[str, Any]) -> None:
     """The dispatch ended: its outcome replaces the whole state (nothing is left to resume)."""
-    write(repo, task_id, {"last": {**fields, "at": telemetry.now()}})
+    write(repo, task_id, {"last": {**fields, "at": clock.stamp()}})
 
 
 def start_running(repo: Repo, task_id: str, dispatch_id: str, baseline: str, started: str) -> None:

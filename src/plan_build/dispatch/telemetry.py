@@ -9,7 +9,6 @@ appended with a single write per record.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import re
@@ -133,10 +132,6 @@ def _item(out: CodexEvents, item: dict[str, Any]) -> None:
 
 def log_path(state_dir: Path) -> Path:
     return state_dir / "telemetry" / "dispatch.jsonl"
-
-
-def now() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def append(state_dir: Path, record: Mapping[str, Any]) -> None:

@@ -350,11 +350,10 @@ def for_launch(session: Session, repo_root: Path, payload: str) -> Enhanced:
 
 def standalone(session: Session) -> None:
     """`plan-build enhance`: terminal, checks, request, enhancement, approved text on stdout."""
-    from plan_build import gitrepo
     from plan_build.startup.payload import read_payload
 
     try:
-        repo_root: Path | None = gitrepo.discover(session.cwd, session.env).root
+        repo_root: Path | None = session.repo.root
     except PlanBuildError:  # outside a work tree: nothing to index, no config
         repo_root = None
     timeout = timeout_from_config(repo_root)

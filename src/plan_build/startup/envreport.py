@@ -7,7 +7,7 @@ from typing import Any
 from plan_build import __version__, config, jsonout, tools
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError
-from plan_build.gitrepo import Repo, discover
+from plan_build.gitrepo import Repo
 from plan_build.startup import identity
 from plan_build.startup.preflight import VERSION_TIMEOUT
 
@@ -17,7 +17,7 @@ TOOLS = ("git", "claude", "codex", "coderabbit", "auggie")
 def collect(session: Session) -> dict[str, Any]:
     repo: Repo | None
     try:
-        repo = discover(session.cwd, session.env)
+        repo = session.repo
     except PlanBuildError:
         repo = None
     res = session.resources
@@ -46,7 +46,7 @@ def collect(session: Session) -> dict[str, Any]:
             "origin": res.origin,
         },
         "tools": tools_found,
-        "config": _config(repo),
+        "config": _config(session, repo),
         "recipe": _recipe(),
     }
 
@@ -64,11 +64,12 @@ def _identity(repo: Repo | None) -> dict[str, Any]:
     return {"value": ident.value, "source": source, "committed": ident.committed}
 
 
-def _config(repo: Repo | None) -> str | None:
+def _config(session: Session, repo: Repo | None) -> str | None:
     if repo is None:
         return None
     try:
-        return str(config.load(repo.root).path) if config.load(repo.root).path else None
+        path = session.config.path
+        return str(path) if path else None
     except PlanBuildError:
         return str(repo.root / config.FILENAME)
 

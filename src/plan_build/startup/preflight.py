@@ -16,7 +16,7 @@ from plan_build import agentmemory as memory
 from plan_build.checks import Check, Probe, run_concurrently, timed, to_json
 from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo, discover
+from plan_build.gitrepo import Repo
 from plan_build.interact import Choice, isatty
 from plan_build.startup import enhancechecks, plugins
 
@@ -100,7 +100,7 @@ def check_terminal(session: Session, need: bool) -> Check:
 
 def check_worktree(session: Session) -> tuple[Check, Repo | None]:
     try:
-        repo = discover(session.cwd, session.env)
+        repo = session.repo
     except PlanBuildError as exc:
         return Check("git.worktree", "fail", exc.what, exc.fix), None
     except proc.CommandNotFound:

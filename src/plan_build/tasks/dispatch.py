@@ -17,12 +17,6 @@ if TYPE_CHECKING:  # the steps load only when their command runs (startup is ben
     from plan_build.gitrepo import Repo
 
 
-def discover(session: Session) -> Repo:
-    from plan_build.gitrepo import discover as find
-
-    return find(session.cwd, session.env)
-
-
 @command(
     help={
         "json": "print the tasks and problems as JSON on stdout",
@@ -34,7 +28,7 @@ def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
     from plan_build.dispatch import taskfile, telemetry
 
     session = Session.from_process()
-    repo = discover(session)
+    repo = session.repo
     if stats:
         summary = telemetry.stats(repo.state_dir)
         if json:

@@ -72,11 +72,10 @@ def preflight(c: Any, mode: str = "standard", json: bool = False) -> None:
 @command(help={"set": "write this id to .agentmemory-project (then commit it)"})
 def identity(c: Any, set: str = "") -> None:
     """Show, validate or create the repository's AgentMemory identity."""
-    from plan_build.gitrepo import discover
     from plan_build.startup import identity as ident
 
     session = Session.from_process()
-    repo = discover(session.cwd, session.env)
+    repo = session.repo
     if set:
         ident.set_value(session, repo, set)
     else:

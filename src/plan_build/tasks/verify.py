@@ -20,10 +20,8 @@ MODES = ("standard", "architect")
 
 
 def _open() -> tuple[Session, Repo]:
-    from plan_build import gitrepo
-
     session = Session.from_process()
-    return session, gitrepo.discover(session.cwd, session.env)
+    return session, session.repo
 
 
 def _print_json(session: Session, data: Any) -> None:
@@ -133,12 +131,11 @@ def status(c: Any, json: bool = False) -> None:
 )
 def verify_task(c: Any, json: bool = False, mode: str | None = None) -> None:
     """Verify the intended change: project checks, whitespace, secrets, records, links."""
-    from plan_build import config as config_mod
     from plan_build.delivery import baseline as baseline_mod
     from plan_build.delivery import verify as verify_mod
 
     session, repo = _open()
-    cfg = config_mod.load(repo.root)
+    cfg = session.config
     base = baseline_mod.current(repo, session.env)
     con = session.console
 
