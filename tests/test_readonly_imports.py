@@ -15,7 +15,7 @@ import pytest
 
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.ledger import HEADER
-from plan_build.review.workflow import create, save
+from plan_build.review.workflowfile import create, save
 from tests.support.reviewkit import SESSION_ID, claude_session
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -4,11 +4,10 @@ Workflows live under `.claude/codex-review/workflows/<id>/` in exactly the layou
 codex-review plugin uses, so a user can switch tools mid-workflow. The modules:
 
 - `layout`      paths, workflow ids and the project root
-- `workflow`    `workflow.json` (load, validate, save)
+- `workflowfile` `workflow.json` (load, validate, save)
 - `findings`    `[SEVERITY-N]` tags, decisions, review validity
 - `ledger`      `decisions.tsv` (byte-preserving upsert, counts)
 - `steps`       the derived step of the current round
-- `sessions`    which Claude Code session this process runs in
 - `resolution`  which workflow a command acts on
 - `plans`       the session's native plan and `artifacts/plan.md` seeding
 - `lock`        the per-workflow `.lock/pid` directory
@@ -17,6 +16,7 @@ codex-review plugin uses, so a user can switch tools mid-workflow. The modules:
 - `rounds`      one review round, start to finish
 - `transitions` approve, repeat, done, advance
 - `report`      status, summary and doctor output
-- `state`       what other steps (commit) ask: is the current change approved?
+- `roundfiles`  plan-build's per-round files (how a round was reviewed, its approval)
+- `approval`    what other steps (commit) ask: is the current change approved?
 - `commands`    the steps the `review.*` tasks call
 """

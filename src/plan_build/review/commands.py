@@ -28,7 +28,7 @@ from plan_build.review.resolution import (
 )
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import Step, inspect
-from plan_build.review.workflow import Workflow, create, load, project_key, save
+from plan_build.review.workflowfile import Workflow, create, load, project_key, save
 
 if TYPE_CHECKING:
     from plan_build.review.rounds import RoundResult
