@@ -169,7 +169,7 @@ def build_ledger(path: Path, rows: int) -> int:
 def build_review_repo(base: Path, rows: int) -> tuple[Path, Any]:
     """A git repository holding one plan-review workflow whose ledger has `rows` rows."""
     from plan_build.review.layout import WorkflowDir
-    from plan_build.review.workflow import create, save
+    from plan_build.review.workflowfile import create, save
 
     repo = base / f"repo-{rows}"
     repo.mkdir()

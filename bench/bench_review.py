@@ -29,7 +29,7 @@ from plan_build.resources import locate
 from plan_build.review import commands
 from plan_build.review.ledger import Ledger
 from plan_build.review.steps import inspect
-from plan_build.review.workflow import save
+from plan_build.review.workflowfile import save
 from plan_build.ui import Console
 
 
@@ -68,7 +68,7 @@ def bench(base: Path, home: Path, rows: int, repeat: int) -> dict[str, float]:
     repo, wdir = setup(base, rows)
     s = session(repo, home)
     size_mb = wdir.ledger.stat().st_size / 1e6
-    from plan_build.review.workflow import load
+    from plan_build.review.workflowfile import load
 
     summary = timed(lambda: commands.review_summary(s, workflow=None, json=True), repeat)
 

@@ -176,6 +176,7 @@ def test_list_shows_each_command_once(here, tmp_path: Path) -> None:
         (["dispatch", "--json", "--help"], "usage: plan-build dispatch [--options] TASK-ID"),
         (["dispatch", "TASK-001", "--help"], "usage: plan-build dispatch [--options] TASK-ID"),
         (["--help", "dispatch"], "usage: plan-build dispatch [--options] TASK-ID"),
+        (["--help=review.status"], "usage: plan-build review.status [--options]"),
         (["release.activate", "--help"], "usage: plan-build release.activate [--options] SOURCE"),
         (["-h", "release.activate"], "usage: plan-build release.activate [--options] SOURCE"),
         (["plan", "--help"], "usage: plan-build plan [--options]"),

@@ -333,7 +333,7 @@ def test_fix_then_repeat_then_approve_and_the_approval_tracks_the_tree(
     cli, stubs, project: Path
 ) -> None:
     from plan_build import gitrepo
-    from plan_build.review.state import current_approval
+    from plan_build.review.approval import current_approval
 
     wf = to_implementation(cli, stubs, project)
     (project / "app.py").write_text("def page(limit):\n    return limit\n")
@@ -681,7 +681,7 @@ def test_status_with_no_workflow(cli, stubs, project: Path) -> None:
 
 def test_done_finishes_without_approval(cli, stubs, project: Path) -> None:
     from plan_build import gitrepo
-    from plan_build.review.state import current_approval
+    from plan_build.review.approval import current_approval
 
     wf = start_plan_review(cli, stubs, project)
     r = cli("review.done", cwd=project)

@@ -13,7 +13,7 @@ import pytest
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.ledger import Ledger
 from plan_build.review.steps import Step, inspect
-from plan_build.review.workflow import dumps, list_ids, load
+from plan_build.review.workflowfile import dumps, list_ids, load
 
 FIXTURE = Path(__file__).parent / "fixtures" / "codex-review"
 ACTIVE = "20261130-101500-a1b2c3"

@@ -17,7 +17,7 @@ from plan_build.review.layout import WorkflowDir
 from plan_build.review.plans import native_plan, source_path
 from plan_build.review.resolution import resolve
 from plan_build.review.runtime import fingerprint
-from plan_build.review.workflow import create, save
+from plan_build.review.workflowfile import create, save
 from tests.support.reviewkit import OTHER_SESSION, SESSION_ID, claude_session
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)

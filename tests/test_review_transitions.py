@@ -16,9 +16,9 @@ from plan_build.resources import CHECKOUT_ROOT
 from plan_build.review import transitions
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.ledger import Ledger
-from plan_build.review.records import ReviewerRun, RoundRecord, save_round, sha256_file
+from plan_build.review.roundfiles import ReviewerRun, RoundRecord, save_round, sha256_file
 from plan_build.review.runtime import ReviewContext
-from plan_build.review.workflow import Workflow, create, load, save
+from plan_build.review.workflowfile import Workflow, create, load, save
 from plan_build.ui import Console
 from tests.support.interaction import ScriptedInteraction
 from tests.support.reviewkit import CLEAN

@@ -12,7 +12,7 @@ import pytest
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.review.layout import GENERATED_ID, WorkflowDir, check_id, find_root, new_id
 from plan_build.review.steps import Step, inspect
-from plan_build.review.workflow import create, dumps, load, parse, project_key, save
+from plan_build.review.workflowfile import create, dumps, load, parse, project_key, save
 
 NOW = dt.datetime(2026, 11, 30, 10, 15, 0, tzinfo=dt.UTC)
 

@@ -87,7 +87,7 @@ def test_a_deeply_nested_workflow_json_is_one_message(repo: Path, cli) -> None:
 
 
 def test_a_review_round_record_nested_too_deep_is_one_message(repo: Path) -> None:
-    from plan_build.review import records
+    from plan_build.review import roundfiles
     from plan_build.review.layout import WorkflowDir
 
     wdir = WorkflowDir(repo, "wf-1")
@@ -95,7 +95,7 @@ def test_a_review_round_record_nested_too_deep_is_one_message(repo: Path) -> Non
     path.parent.mkdir(parents=True)
     path.write_text(DEEP)
     with pytest.raises(fsutil.StateFileError) as info:
-        records.load_round(wdir, "implement", 1)
+        roundfiles.load_round(wdir, "implement", 1)
     assert info.value.path == path
 
 
@@ -186,12 +186,12 @@ def test_tool_output_and_log_lines_nested_too_deep_are_skipped_not_a_crash(tmp_p
 )
 def test_every_unusable_workflow_file_is_a_state_file_error(tmp_path: Path, content: bytes) -> None:
     """The one type a listing of review folders can catch to skip one broken folder."""
-    from plan_build.review import workflow
+    from plan_build.review import workflowfile
     from plan_build.review.layout import WorkflowDir
 
     wdir = WorkflowDir(tmp_path, "wf-1")
     wdir.workflow_json.parent.mkdir(parents=True)
     wdir.workflow_json.write_bytes(content)
     with pytest.raises(fsutil.StateFileError) as info:
-        workflow.load(wdir)
+        workflowfile.load(wdir)
     assert info.value.path == wdir.workflow_json

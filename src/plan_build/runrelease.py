@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -68,6 +67,8 @@ def release_id_of(path: Path) -> str:
         text = (path / MANIFEST).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return path.name
+    import hashlib  # OpenSSL costs every command ~2 ms at startup; only this digest needs it
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:ID_LENGTH]
 
 

@@ -28,7 +28,7 @@ def review_gate(repo: Repo, *, tree: str | None = None) -> tuple[bool, str]:
     plan-build's, for an implementation round, and for exactly this change (`tree`, the work
     tree without plan-build's own state, which is what review rounds fingerprint).
     """
-    from plan_build.review.state import current_approval
+    from plan_build.review.approval import current_approval
 
     approval = current_approval(repo)
     if approval.workflow is None:

@@ -1,34 +1,30 @@
 """The steps behind the `review.*` tasks. Each takes the process Session plus its flags,
 prints human output on stderr (JSON on stdout) and raises PlanBuildError for every outcome a
-user must act on; "blocked" outcomes use exit 6."""
+user must act on; "blocked" outcomes use exit 6.
+
+How a step reaches and locks its workflow is `access`'s, what it says about a round is
+`messages`', the state changes are `transitions`'; a review round (`rounds`, with the
+reviewers it starts) loads only when one runs, so the read-only steps stay light."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from plan_build import interrupts, jsonout
+from plan_build import jsonout
 from plan_build.context import Session
-from plan_build.errors import PlanBuildError, usage
+from plan_build.errors import usage
 from plan_build.fsutil import atomic_write
-from plan_build.interact import next_command
 from plan_build.review import ledger as ledger_mod
-from plan_build.review import report, transitions
-from plan_build.review.gate import Problem, blocking, phase_round, record_of, sync_ledger
+from plan_build.review import messages, report, transitions
+from plan_build.review.access import context, locked, require, resolved
+from plan_build.review.gate import blocking, phase_round, record_of, sync_ledger
 from plan_build.review.layout import WorkflowDir, guard, new_id
 from plan_build.review.ledger import Ledger
-from plan_build.review.lock import WorkflowLock, held_by_other
-from plan_build.review.resolution import (
-    Resolution,
-    claim,
-    last_completed,
-    record_owner,
-    resolve,
-)
+from plan_build.review.lock import held_by_other
+from plan_build.review.resolution import Resolution, last_completed, record_owner
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import Step, inspect
-from plan_build.review.workflow import Workflow, create, load, project_key, save
+from plan_build.review.workflowfile import Workflow, create, load, project_key, save
 
 if TYPE_CHECKING:
     from plan_build.review.rounds import RoundResult
@@ -52,155 +48,20 @@ def require_codex(ctx: ReviewContext) -> None:
     rounds.require_codex(ctx)
 
 
-def context(s: Session, workflow: str | None) -> ReviewContext:
-    return ReviewContext.build(s, workflow)
-
-
-def _resolve(ctx: ReviewContext) -> Resolution:
-    res = resolve(ctx.root, ctx.session(), ctx.env, ctx.explicit)
-    for skipped in res.skipped:
-        ctx.console.say(f"warning: {skipped.warning()}")
-    if res.note:
-        ctx.console.say(f"note: {res.note}")
-    return res
-
-
-def _none_found(ctx: ReviewContext, res: Resolution, what: str) -> PlanBuildError:
-    hint = "start one with: plan-build review.plan (add --plan PATH to name the plan)"
-    if res.orphans:
-        hint = (
-            f"workflows owned by ended Claude sessions: {', '.join(res.orphans)} "
-            "(take one over with --workflow ID), or " + hint
-        )
-    who = f" for Claude session {res.session.session_id}" if res.session else ""
-    return usage(f"no active review workflow{who} in {ctx.root}; {what}", hint)
-
-
-@contextlib.contextmanager
-def locked(ctx: ReviewContext, res: Resolution) -> Iterator[tuple[Workflow, WorkflowDir]]:
-    """Hold the workflow's lock; re-read it, and claim it for the session if it should be."""
-    if res.wdir is None or res.workflow is None:
-        raise ValueError("locked() needs a resolved workflow")
-    wdir = res.wdir
-    with interrupts.stopping(), WorkflowLock(wdir, res.workflow.owner_cwd):
-        wf = load(wdir)
-        session = ctx.session()
-        if res.claim and session is not None:
-            wf = claim(wdir, session, ctx.now())
-            ctx.console.say(f"workflow {wf.id} now belongs to Claude session {session.session_id}")
-        yield wf, wdir
-
-
-def _say_blocking(ctx: ReviewContext, what: str, found: list[Problem]) -> None:
-    """What stands before approval, and what to do next (the answer, not a failure)."""
-    ctx.console.say(f"{what}:")
-    for p in found:
-        ctx.console.say(f"  - {p.text}")
-    fixes: list[str] = []
-    for p in found:
-        if p.fix and p.fix not in fixes:
-            fixes.append(p.fix)
-    if fixes:
-        ctx.console.say(f"next: {'; '.join(fixes)}")
-
-
-def _finish(ctx: ReviewContext, result: RoundResult) -> None:
-    """The round's verdict, from what the reviewers returned. A round in which every reviewer
-    reviewed exits 0, with or without findings (ADR 0046); one in which a reviewer did not
-    review exits 6."""
-    view = result.view
-    label = phase_round(view.phase, view.round)
-    found = view.findings
-    if found:
-        n = len(found)
-        ctx.console.say(f"{label} finished with {n} finding{'s' if n != 1 else ''}:")
-        for f in found:
-            ctx.console.say(f"  [{f.id}] {f.text} ({f.reviewer})")
-    if result.early:
-        ctx.console.say(
-            f"  note: {ctx.rel(view.findings_path)} was written before this review finished; "
-            "check its decisions against the findings above"
-        )
-    if result.record.not_clean():
-        raise transitions.blocked(
-            f"{label} is incomplete (a reviewer did not review)", result.problems
-        )
-    hard = [p for p in result.problems if not p.waivable]
-    if hard:
-        _say_blocking(ctx, f"Before {label} can be approved", hard)
-        return
-    for p in result.problems:
-        ctx.console.say(f"  note: {p.text}")
-    if found:
-        ctx.console.say(
-            f"{label}: every finding has a decision. Approve it with plan-build review.approve"
-        )
-    else:
-        ctx.console.say(
-            f"{label}: no findings and every reviewer ran. "
-            "Approve it with plan-build review.approve"
-        )
-
-
-def _describe(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> None:
-    """For a round that is past `working`: say where it stands and what comes next."""
-    view = inspect(wf, wdir)
-    sync_ledger(ctx, view)
-    label = phase_round(wf.phase, wf.round)
-    if view.step in (Step.COMPLETED, Step.CANCELLED):
-        raise usage(
-            f"workflow {wf.id} is {wf.status}", "start a new one with plan-build review.plan"
-        )
-    ctx.console.say(f"workflow {wf.id} · {label} · step {view.step.value}")
-    ctx.console.say(f"  review    {ctx.rel(view.review_path)}")
-    ctx.console.say(f"  findings  {ctx.rel(view.findings_path)}")
-    found, _ = transitions.gate(ctx, view)
-    hard = [p for p in found if not p.waivable]
-    if hard:
-        waiting = (
-            "is waiting for decisions" if view.step == Step.REVIEW else "cannot be approved yet"
-        )
-        _say_blocking(ctx, f"{label} {waiting}", hard)
-        return
-    for p in found:
-        ctx.console.say(f"  note: {p.text}")
-    if found:  # approving these needs the user: inside an agent, the user is asked
-        ctx.console.say(
-            f"{label} is decided; approving it needs the user's confirmation · "
-            + next_command(ctx.env, transitions.approve_command(wf))
-        )
-        return
-    ctx.console.say(
-        f"{label} is decided: approve it with plan-build review.approve, "
-        "or review again with plan-build review.repeat"
-    )
-
-
 def _review_or_describe(
     ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, focus: str | None
 ) -> None:
     if inspect(wf, wdir).step == Step.WORKING:
-        _finish(ctx, run_round(ctx, wf, wdir, focus))
+        messages.finish(ctx, run_round(ctx, wf, wdir, focus))
     else:
-        _describe(ctx, wf, wdir)
+        messages.describe(ctx, wf, wdir)
 
 
 # --- commands ------------------------------------------------------------------------------
 
 
-def _require(
-    s: Session, workflow: str | None, nothing: str
-) -> tuple[ReviewContext, Resolution, Workflow]:
-    """The context and the resolved workflow a command acts on; an error when there is none."""
-    ctx = context(s, workflow)
-    res = _resolve(ctx)
-    if res.workflow is None:
-        raise _none_found(ctx, res, nothing)
-    return ctx, res, res.workflow
-
-
 def review_next(s: Session, *, workflow: str | None, focus: str | None) -> None:
-    ctx, res, target = _require(s, workflow, "nothing to review")
+    ctx, res, target = require(s, workflow, "nothing to review")
     transitions.require_active(target)
     with locked(ctx, res) as (wf, wdir):
         _review_or_describe(ctx, wf, wdir, focus)
@@ -208,7 +69,7 @@ def review_next(s: Session, *, workflow: str | None, focus: str | None) -> None:
 
 def review_plan(s: Session, *, plan: str | None, workflow: str | None, focus: str | None) -> None:
     ctx = context(s, workflow)
-    res = _resolve(ctx)
+    res = resolved(ctx)
     if res.workflow is None:
         _create(ctx, plan, focus)
         return
@@ -257,7 +118,7 @@ def _create(ctx: ReviewContext, plan: str | None, focus: str | None) -> None:
     ctx.console.say(f"Created workflow {wf.id} (plan from {recorded}).")
     created = Resolution(wf, wdir, session)
     with locked(ctx, created) as (wf, wdir):
-        _finish(ctx, run_round(ctx, wf, wdir, focus))
+        messages.finish(ctx, run_round(ctx, wf, wdir, focus))
 
 
 def _replace_plan(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, given: str) -> None:
@@ -302,7 +163,7 @@ def _refuse_secrets(ctx: ReviewContext, data: bytes, shown: str) -> None:
 
 
 def review_impl(s: Session, *, workflow: str | None, focus: str | None) -> None:
-    ctx, res, target = _require(
+    ctx, res, target = require(
         s, workflow, "review.impl continues a workflow whose plan was reviewed"
     )
     transitions.require_active(target)
@@ -323,22 +184,22 @@ def review_impl(s: Session, *, workflow: str | None, focus: str | None) -> None:
 
 
 def review_repeat(s: Session, *, workflow: str | None, focus: str | None) -> None:
-    ctx, res, target = _require(s, workflow, "nothing to repeat")
+    ctx, res, target = require(s, workflow, "nothing to repeat")
     transitions.require_active(target)
     with locked(ctx, res) as (current, wdir):
         require_codex(ctx)
         wf = transitions.repeat(ctx, current, wdir)
-        _finish(ctx, run_round(ctx, wf, wdir, focus))
+        messages.finish(ctx, run_round(ctx, wf, wdir, focus))
 
 
 def review_approve(s: Session, *, workflow: str | None) -> None:
-    ctx, res, _ = _require(s, workflow, "nothing to approve")
+    ctx, res, _ = require(s, workflow, "nothing to approve")
     with locked(ctx, res) as (wf, wdir):
         transitions.approve(ctx, wf, wdir)
 
 
 def review_done(s: Session, *, workflow: str | None) -> None:
-    ctx, res, target = _require(s, workflow, "nothing to finish")
+    ctx, res, target = require(s, workflow, "nothing to finish")
     if target.status == "completed":
         ctx.console.say(f"Workflow {target.id} is already completed.")
         return
@@ -367,7 +228,7 @@ def _print_json(s: Session, data: dict[str, Any]) -> None:
 
 def review_status(s: Session, *, workflow: str | None, json: bool, summary: bool = False) -> None:
     ctx = context(s, workflow)
-    res = _resolve(ctx)
+    res = resolved(ctx)
     if res.workflow is None:
         done = last_completed(ctx.root, res.session)
         if done is not None:  # shown until a new workflow starts

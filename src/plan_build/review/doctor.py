@@ -23,7 +23,7 @@ from plan_build.review.lock import holder, is_stale
 from plan_build.review.resolution import Resolution, resolve
 from plan_build.review.runtime import fingerprint
 from plan_build.review.steps import inspect
-from plan_build.review.workflow import Skipped, Workflow, scan
+from plan_build.review.workflowfile import Skipped, Workflow, scan
 from plan_build.ui import Console
 
 ROOT_CAUSES = (

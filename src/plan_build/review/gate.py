@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plan_build.review.ledger import Ledger
-from plan_build.review.records import RoundRecord, load_round, sha256_file
+from plan_build.review.roundfiles import RoundRecord, load_round, sha256_file
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView, Step
 

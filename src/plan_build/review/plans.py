@@ -25,7 +25,7 @@ from typing import Any
 
 from plan_build.claudesessions import ClaudeSession, claude_dir
 from plan_build.errors import ExitCode, PlanBuildError, usage
-from plan_build.review.workflow import project_key
+from plan_build.review.workflowfile import project_key
 
 MAX_LINE = 16 * 1024 * 1024
 MENTION = re.compile(r"\.claude/plans/([^\s\"'`]+\.md)")

@@ -16,7 +16,7 @@ from plan_build.review.findings import SEVERITIES
 from plan_build.review.gate import Problem, phase_round, record_of, stale
 from plan_build.review.gate import blocking as blocking_list
 from plan_build.review.ledger import Counts, Ledger, Row, counts
-from plan_build.review.records import RoundRecord
+from plan_build.review.roundfiles import RoundRecord
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView
 from plan_build.ui import Console

@@ -24,7 +24,7 @@ from plan_build.claudesessions import ClaudeSession, live_session_ids
 from plan_build.errors import ExitCode, PlanBuildError, usage
 from plan_build.fsutil import atomic_write
 from plan_build.review.layout import WorkflowDir, check_id, workflows_dir
-from plan_build.review.workflow import (
+from plan_build.review.workflowfile import (
     Skipped,
     Workflow,
     exists,

@@ -44,12 +44,6 @@ from plan_build.review.gate import (  # re-exported: callers long found them her
 )
 from plan_build.review.layout import WorkflowDir, stamp
 from plan_build.review.ledger import Ledger
-from plan_build.review.records import (
-    ReviewerRun,
-    RoundRecord,
-    save_round,
-    sha256_file,
-)
 from plan_build.review.reviewers import (
     Outcome,
     Progress,
@@ -57,9 +51,15 @@ from plan_build.review.reviewers import (
     findings_state,
     heartbeat_every,
 )
+from plan_build.review.roundfiles import (
+    ReviewerRun,
+    RoundRecord,
+    save_round,
+    sha256_file,
+)
 from plan_build.review.runtime import ReviewContext, changed_since_head
 from plan_build.review.steps import RoundView, inspect, read_optional, view_of
-from plan_build.review.workflow import Workflow, save
+from plan_build.review.workflowfile import Workflow, save
 
 FILE_MODE = 0o644
 DIR_MODE = 0o755

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from plan_build import claudesessions as sessions
-from plan_build import clock, gitrepo, snapshot
+from plan_build import clock, gitrepo
 from plan_build import config as config_mod
 from plan_build.context import Session
 from plan_build.interact import Interaction
@@ -32,11 +32,15 @@ def review_state_path(repo_root: Path, root: Path) -> str:
 def fingerprint(repo: gitrepo.Repo, root: Path) -> str:
     """The tree id of the work tree without the review workflows' own files (which change
     with every round and are not part of the change under review)."""
+    from plan_build import snapshot  # implementation rounds only: a plan round's status skips it
+
     return snapshot.worktree_tree(repo, exclude=[review_state_path(repo.root, root)])
 
 
 def changed_since_head(repo: gitrepo.Repo, tree: str) -> list[str]:
     """Paths in which `tree` differs from the last commit (every path when there is none)."""
+    from plan_build import snapshot
+
     head = repo.git("rev-parse", "--verify", "--quiet", "HEAD^{tree}", check=False).stdout.strip()
     return snapshot.changed_paths(repo, head or snapshot.EMPTY_TREE, tree)
 

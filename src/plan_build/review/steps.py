@@ -24,7 +24,7 @@ from plan_build.review.findings import (
 )
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.ledger import Entry
-from plan_build.review.workflow import Workflow, read_text
+from plan_build.review.workflowfile import Workflow, read_text
 
 
 class Step(StrEnum):

@@ -26,10 +26,10 @@ from plan_build.review.gate import (
     sync_ledger,
 )
 from plan_build.review.layout import WorkflowDir, stamp
-from plan_build.review.records import ApprovalRecord, save_approval, sha256_file
+from plan_build.review.roundfiles import ApprovalRecord, save_approval, sha256_file
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView, Step, inspect
-from plan_build.review.workflow import Workflow, save
+from plan_build.review.workflowfile import Workflow, save
 
 
 def approve_command(wf: Workflow) -> str:

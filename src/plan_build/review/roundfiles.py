@@ -11,7 +11,6 @@ that the user confirmed those on a terminal.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -73,6 +72,8 @@ class ApprovalRecord:
 
 
 def sha256_file(path: Path) -> str | None:
+    import hashlib  # loads OpenSSL: only a plan round's check and its approval hash a file
+
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except FileNotFoundError:

@@ -19,10 +19,10 @@ from pathlib import Path
 from plan_build import claudesessions as sessions
 from plan_build.gitrepo import Repo
 from plan_build.review.layout import WorkflowDir, find_root
-from plan_build.review.records import load_approval
 from plan_build.review.resolution import resolve
+from plan_build.review.roundfiles import load_approval
 from plan_build.review.runtime import fingerprint
-from plan_build.review.workflow import Workflow, load_all
+from plan_build.review.workflowfile import Workflow, load_all
 
 
 @dataclass(frozen=True)
