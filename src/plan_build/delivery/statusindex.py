@@ -55,14 +55,16 @@ def _stat(path: Path | str) -> list[int]:
 def seed_key(repo: Repo, exclude: Sequence[str]) -> dict[str, Any]:
     """What the kept index was seeded from and hashed under: the user's index, the files that
     set excludes, attributes and filters, and git itself, by stat."""
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git"
+    env = repo.env or {}
+    home = Path(env.get("HOME") or Path.home())
+    xdg = Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "git"
     files: list[Path | str] = [
         snapshot.index_file(repo),
         repo.common_dir / "info" / "exclude",
         repo.common_dir / "info" / "attributes",
         repo.common_dir / "config",
         repo.git_dir / "config.worktree",
-        Path.home() / ".gitconfig",
+        home / ".gitconfig",
         xdg / "config",
         xdg / "ignore",
         xdg / "attributes",

@@ -11,7 +11,6 @@ It never writes anything and never claims a workflow.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +56,7 @@ def current_approval(
 
     Raises PlanBuildError when the answer is ambiguous (several candidate workflows, a
     Claude session hint that does not resolve, a corrupt workflow file)."""
-    env = dict(os.environ if env is None else env)
+    env = dict(env if env is not None else repo.env or {})
     root = find_root(cwd or repo.root, repo.root)
     try:
         session = sessions.resolve(env, parents=parents or sessions.ancestors)

@@ -206,7 +206,7 @@ def _skipped_check(skipped: list[Skipped]) -> Check:
 def run(s: Session, parents: Callable[[], list[int]] | None = None) -> DoctorResult:
     env = s.env
     try:
-        repo = gitrepo.discover(s.cwd, env)
+        repo = s.repo
     except PlanBuildError as exc:
         return DoctorResult(None, [Check("git.worktree", "fail", exc.what, exc.fix)])
     root = find_root(s.cwd, repo.root)

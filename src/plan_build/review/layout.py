@@ -41,7 +41,7 @@ def check_id(value: str) -> str:
 def new_id(now: _dt.datetime) -> str:
     import secrets  # only a new workflow needs it: read-only commands skip hashlib/OpenSSL
 
-    return now.astimezone(_dt.UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+    return f"{clock.sortable_id(now)}-{secrets.token_hex(3)}"
 
 
 def stamp(now: _dt.datetime) -> str:

@@ -65,7 +65,7 @@ class ReviewContext:
 
     @classmethod
     def build(cls, s: Session, workflow: str | None = None) -> ReviewContext:
-        repo = gitrepo.discover(s.cwd, s.env)
+        repo = s.repo
         return cls(
             repo=repo,
             root=find_root(s.cwd, repo.root),
@@ -74,7 +74,7 @@ class ReviewContext:
             console=s.console,
             ui=s.ui,
             templates=s.resources.templates,
-            config=config_mod.load(repo.root),
+            config=s.config,
             explicit=workflow,
         )
 
