@@ -241,6 +241,8 @@ class FileLock:
         self._write(self._fd, self.record)
 
     def release(self) -> None:
+        import fcntl
+
         fd, self._fd = self._fd, None
         if fd is None:
             return
@@ -252,7 +254,11 @@ class FileLock:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, 0)
         finally:
-            os.close(fd)  # closing lets go of the flock; a killed holder's goes with it
+            # unlock before closing: a child another thread forked a moment ago shares this
+            # open file until it execs, and closing alone would leave the lock held through it
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)  # a killed holder's lock goes with its last descriptor
 
     def __enter__(self) -> FileLock:
         self.acquire()
