@@ -91,14 +91,21 @@ def write_dry_run(write: Callable[[str], Any], argv: list[str], prompt: str, tas
     write(f"would dispatch {task.id} (status {task.status} → In Progress)\n")
 
 
-def attempt_record(header: Header, task: Task, a: Attempt) -> dict[str, Any]:
+def _record_head(kind: str, header: Header, task: Task) -> dict[str, Any]:
+    """The fields every telemetry record starts with."""
     return {
-        "kind": "attempt",
+        "kind": kind,
         "at": clock.stamp(),
         "dispatch": header.dispatch_id,
         "task": task.id,
         "recipe": {"id": header.recipe_id, "fingerprint": header.fingerprint},
         "memory_mode": header.memory_mode,
+    }
+
+
+def attempt_record(header: Header, task: Task, a: Attempt) -> dict[str, Any]:
+    return {
+        **_record_head("attempt", header, task),
         **{k: v for k, v in a.as_json().items() if k not in ("changed", "outside_scope")},
         "verification": None
         if a.verification is None
@@ -131,12 +138,7 @@ def dispatch_record(
 ) -> dict[str, Any]:
     used = attempts[-1].number if attempts else 0
     return {
-        "kind": "dispatch",
-        "at": clock.stamp(),
-        "dispatch": header.dispatch_id,
-        "task": task.id,
-        "recipe": {"id": header.recipe_id, "fingerprint": header.fingerprint},
-        "memory_mode": header.memory_mode,
+        **_record_head("dispatch", header, task),
         "slot": slot,
         "outcome": status,
         "reason": reason,
