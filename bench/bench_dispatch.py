@@ -234,21 +234,12 @@ def bench_repo(files: int) -> None:
         root = Path(tmp)
         env = make_repo(root, files)
         repo_dir = root / "repo"
-        old_cwd = Path.cwd()
-        saved = dict(os.environ)
-        try:
-            os.environ.update(env)
-            os.chdir(repo_dir)
-            repo = gitrepo.discover(repo_dir)
-            report(
-                f"work-tree snapshot ({files} files; two per attempt)",
-                timed(lambda: snapshot.worktree_tree(repo), 5),
-                "< 300 ms",
-            )
-        finally:
-            os.chdir(old_cwd)
-            os.environ.clear()
-            os.environ.update(saved)
+        repo = gitrepo.discover(repo_dir, env)  # its git calls run in `env`
+        report(
+            f"work-tree snapshot ({files} files; two per attempt)",
+            timed(lambda: snapshot.worktree_tree(repo), 5),
+            "< 300 ms",
+        )
         report(
             f"whole dispatch, instant Codex, verification `true` ({files} files)",
             dispatch_seconds(repo_dir, env),
@@ -298,37 +289,28 @@ def bench_ignored(node_modules: int) -> None:
         subprocess.run(["git", "add", ".gitignore"], cwd=repo_dir, env=env, check=True)
         subprocess.run(["git", "commit", "-qm", "ignore"], cwd=repo_dir, env=env, check=True)
         fill_node_modules(repo_dir, node_modules)
-        old_cwd = Path.cwd()
-        saved = dict(os.environ)
-        try:
-            os.environ.update(env)
-            os.chdir(repo_dir)
-            repo = gitrepo.discover(repo_dir)
-            first = snapshot.ignored_files(repo)
-            before = timed(lambda: snapshot.ignored_files(repo), 5)
-            after = timed(lambda: snapshot.changed_ignored(repo, first), 5)
-            walk = timed(
-                lambda: subprocess.run(
-                    ["find", "node_modules", "-type", "f"],
-                    cwd=repo_dir,
-                    check=True,
-                    stdout=subprocess.DEVNULL,
-                ),
-                5,
-            )
-            report_ratio(
-                f"ignored snapshot before + after (node_modules/ of {node_modules} files)",
-                before + after,
-                0.5,
-            )
-            print(
-                f"{'  beside a bare `find node_modules -type f` (this machine now)':<58} "
-                f"{walk * 1000:9.1f} ms   (ratio {(before + after) / walk:.2f})"
-            )
-        finally:
-            os.chdir(old_cwd)
-            os.environ.clear()
-            os.environ.update(saved)
+        repo = gitrepo.discover(repo_dir, env)
+        first = snapshot.ignored_files(repo)
+        before = timed(lambda: snapshot.ignored_files(repo), 5)
+        after = timed(lambda: snapshot.changed_ignored(repo, first), 5)
+        walk = timed(
+            lambda: subprocess.run(
+                ["find", "node_modules", "-type", "f"],
+                cwd=repo_dir,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            ),
+            5,
+        )
+        report_ratio(
+            f"ignored snapshot before + after (node_modules/ of {node_modules} files)",
+            before + after,
+            0.5,
+        )
+        print(
+            f"{'  beside a bare `find node_modules -type f` (this machine now)':<58} "
+            f"{walk * 1000:9.1f} ms   (ratio {(before + after) / walk:.2f})"
+        )
         with_modules = dispatch_seconds(repo_dir, env)
         report_ratio(
             f"dispatch time added by a {node_modules}-file ignored node_modules/",

@@ -321,6 +321,7 @@ def _changed_since(repo: Repo, dirs: Sequence[str], since_ns: int) -> list[tuple
         done = proc.run(
             ["find", *(f"./{d}" for d in dirs), "-newerct", stamp, "-printf", "%y %p\\0"],
             cwd=repo.root,
+            env=repo.env,
             timeout=600,
         )
         if done.ok:
