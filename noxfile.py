@@ -48,6 +48,18 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def portable(session: nox.Session) -> None:
+    """The macOS/WSL fallbacks, proved on Linux by taking the Linux facilities away
+    (docs/portability.md): the process, lock, orphan and snapshot tests with /proc hidden and
+    the subreaper refused, then the file-system tests under macOS and WSL git settings."""
+    session.install("-e", ".[test]")
+    # --- processes without /proc and without a subreaper (tests/portable/) ---
+    # (filled in by the process fallbacks)
+    # --- file systems: core.ignorecase, NFD names, core.autocrlf, core.fileMode ---
+    # (filled in by the file-system fallbacks)
+
+
+@nox.session(python=PYTHON, default=False)
 def contract(session: nox.Session) -> None:
     """The contract suite against the real claude and codex CLIs (installs them with npm)."""
     session.install("-e", ".[test]")
