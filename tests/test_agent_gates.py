@@ -13,6 +13,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -166,10 +167,24 @@ def test_verify_tells_an_agent_to_ask_the_user(verified: Path, cli) -> None:
     assert "verified · next: plan-build commit\n" in outside.stderr
 
 
+def _wait_for_argv(pid: int, first: str) -> None:
+    """Popen returns once exec has begun, but Linux sets the new argv a moment later (the
+    parent wakes when close-on-exec closes its pipe): under load, a read in between sees an
+    empty command line. An agent ancestor has long been running, so wait for the argv."""
+    import psutil
+
+    for _ in range(500):
+        if psutil.Process(pid).cmdline()[:1] == [first]:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never showed argv[0] {first!r}")
+
+
 def test_the_ancestry_alone_refuses_in_process() -> None:
     """`require_person` with a parent chain that holds a process named codex."""
     child = subprocess.Popen(["codex", "30"], executable="/bin/sleep", stdin=subprocess.DEVNULL)
     try:
+        _wait_for_argv(child.pid, "codex")
         with pytest.raises(PlanBuildError) as err:
             interact.require_person({}, what="x", command="y", parents=lambda: [child.pid])
         assert err.value.code == ExitCode.APPROVAL
