@@ -12,41 +12,88 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-# The supervisor: started in the command's new session, it becomes a child subreaper (orphaned
-# descendants are re-parented to it, so they stay findable), runs the command in its own
-# process group and waits. When the command exits, or when the lifeline pipe from plan-build
-# reaches EOF (plan-build exited or was SIGKILLed: the kernel closes its end), it stops the
-# whole group and every descendant, then exits with the command's status.
+# The supervisor: started as the leader of a new session and group, it runs the command in that
+# group and waits. When the command exits, or when the lifeline pipe from plan-build reaches EOF
+# (plan-build exited or was SIGKILLed: the kernel closes its end), it stops the group, every
+# descendant and every group a descendant leads, then exits with the command's status.
+# Descendants are found by parentage in /proc, or in `ps -A -o pid=,ppid=,pgid=,lstart=` where
+# there is no /proc (macOS). On Linux it is a child subreaper, so orphans are re-parented to it
+# and stay findable; where that fails (macOS) it polls while the command runs and remembers
+# every descendant it has seen with its start time, so an orphan re-parented to init is still
+# stopped, and a pid reused by a stranger (another start time) is not.
 SUPERVISOR = r"""
-import ctypes, os, signal, sys, threading, time
+import ctypes, os, signal, subprocess, sys, threading, time
 fd = int(sys.argv[1]); grace = float(sys.argv[2]); argv = sys.argv[3:]
 try:
-    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    reaper = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # CHILD_SUBREAPER
 except Exception:
-    pass
-me = os.getpid()
-def descendants():
-    kids = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:  # no procfs (not Linux): only what proc.py's own kill reaches
-        names = []
-    for name in names:
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            kids.setdefault(ppid, []).append(int(name))
-    found, todo = [], [me]
-    while todo:
-        for pid in kids.get(todo.pop(), []):
-            found.append(pid); todo.append(pid)
-    return found
+    reaper = False
+me = os.getpid(); mine = os.getpgid(0)
+procfs = os.path.exists("/proc/self/stat")
+def table():
+    # {pid: (ppid, pgid, start)}: from /proc, else from ps (macOS, or /proc hidden)
+    rows = {}
+    if procfs:
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/stat", "rb") as fh:
+                        f = fh.read().rsplit(b")", 1)[1].split()
+                    rows[int(name)] = (int(f[1]), int(f[2]), f[19].decode())
+                except (OSError, ValueError, IndexError):
+                    continue
+        return rows
+    for ps in ("ps", "/bin/ps", "/usr/bin/ps"):
+        try:
+            out = subprocess.run([ps, "-A", "-o", "pid=,ppid=,pgid=,lstart="],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                timeout=10).stdout.decode(errors="replace")
+            break
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+    for line in out.splitlines():
+        f = line.split(None, 3)
+        try:
+            rows[int(f[0])] = (int(f[1]), int(f[2]), " ".join(f[3].split()) if len(f) > 3 else "")
+        except (ValueError, IndexError):
+            continue
+    return rows
+seen = {}  # every descendant ever seen: pid -> start (a reused pid has another start)
+lock = threading.Lock()
+def look():
+    # the live descendants: by parentage from me or from any pid seen before (a re-parented
+    # orphan), plus members of the groups they lead; records each in `seen`
+    rows = table()
+    with lock:
+        roots = {me} | {p for p, s in seen.items() if p in rows and rows[p][2] == s}
+        kids = {}
+        for pid, (ppid, pgid, start) in rows.items():
+            kids.setdefault(ppid, []).append(pid)
+        found, todo = set(), list(roots)
+        while todo:
+            for pid in kids.get(todo.pop(), []):
+                if pid not in found and pid != me:
+                    found.add(pid); todo.append(pid)
+        found |= roots - {me}
+        found |= {p for p, r in rows.items() if r[1] == mine and p != me}  # my group
+        groups = {rows[p][1] for p in found} - {mine}  # groups a descendant leads
+        found |= {p for p, r in rows.items() if r[1] in groups and p != me}
+        for pid in found:
+            seen.setdefault(pid, rows[pid][2])
+        return found, groups
+def poll():
+    while True:
+        time.sleep(0.2)
+        look()
 def stop():
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in descendants():
+        found, groups = look()
+        for g in groups:
+            try:
+                os.killpg(g, sig)
+            except OSError:
+                pass
+        for pid in found:
             try:
                 os.kill(pid, sig)
             except OSError:
@@ -57,8 +104,8 @@ def stop():
                 while os.waitpid(-1, os.WNOHANG)[0]:
                     pass
             except ChildProcessError:
-                return
-            if not descendants():
+                pass
+            if not look()[0]:
                 return
             time.sleep(0.05)
 def watch():
@@ -76,7 +123,10 @@ if pid == 0:
         os.execvp(argv[0], argv)
     except OSError as exc:
         os.write(2, f"{argv[0]}: {exc}\n".encode()); os._exit(127)
+look()
 threading.Thread(target=watch, daemon=True).start()
+if not reaper:  # orphans go to init: keep a record of each descendant while it runs
+    threading.Thread(target=poll, daemon=True).start()
 for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
     signal.signal(sig, lambda s, f: (stop(), os._exit(128 + s)))
 while True:
