@@ -35,6 +35,22 @@ def procfs() -> bool:
     return (PROC / "self" / "stat").exists()
 
 
+def supervision_gap() -> str | None:
+    """Why the supervisor's hold on a command's tree is weaker here than on Linux, in words for
+    preflight; None where it has /proc and a child subreaper (docs/portability.md)."""
+    if not sys.platform.startswith("linux"):
+        return "this system has no child subreaper"
+    if not procfs():
+        return "/proc is not readable"
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(37, ctypes.byref(flag), 0, 0, 0) != 0:  # PR_GET_CHILD_SUBREAPER: asks only
+        return "the child subreaper is refused here"
+    return None
+
+
 def process_start(pid: int) -> str | None:
     """The process start time as Linux records it (clock ticks since boot), which is what
     Claude Code writes as `procStart`; None when the process is gone, and on systems whose
@@ -203,5 +219,6 @@ __all__ = [
     "pid_alive",
     "process_start",
     "procfs",
+    "supervision_gap",
     "zombie",
 ]

@@ -96,3 +96,23 @@ def test_pid_reuse_is_still_detected(no_proc: Path, child: subprocess.Popen[byte
     assert claudesessions.why_not_live(live, child.pid) is None
     reused = dict(live, procStart=str(int(ticks) - 100))
     assert "pid reused" in (claudesessions.why_not_live(reused, child.pid) or "")
+
+
+def test_linux_with_proc_and_a_subreaper_has_no_gap() -> None:
+    if os.environ.get("PB_PORTABLE") == "1":
+        pytest.skip("the portable session takes both away")
+    assert proctree.supervision_gap() is None
+
+
+def test_on_macos_a_reused_pid_is_caught_by_the_start_time_claude_records(
+    no_proc: Path, child: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """macOS has no clock-tick start: `procStart` cannot be compared, `startedAt` (ms) is."""
+    monkeypatch.setattr(proctree.sys, "platform", "darwin")
+    assert proctree.process_start(child.pid) is None
+    began = proctree.create_time(child.pid)
+    assert began is not None
+    live = {"pid": child.pid, "entrypoint": "cli", "procStart": "123", "startedAt": began * 1000}
+    assert claudesessions.why_not_live(live, child.pid) is None
+    earlier = dict(live, startedAt=(began - 3600) * 1000)  # the pid's owner an hour ago
+    assert "pid reused" in (claudesessions.why_not_live(earlier, child.pid) or "")
