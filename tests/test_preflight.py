@@ -271,3 +271,17 @@ def test_the_branch_is_asked_once_beside_the_probes(
     assert report.header.endswith("(main)")
     assert preflight.render_ready(report, session).endswith(f"{ready.name} (main)")
     assert asked == [True]
+
+
+def test_a_weaker_hold_on_the_process_tree_is_named(
+    ready: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On macOS (or with /proc hidden) preflight says what a user loses; on Linux no row."""
+    from plan_build import proctree
+
+    monkeypatch.setattr(proctree, "supervision_gap", lambda: "this system has no child subreaper")
+    _, report, _ = run(ready)
+    row = report.checks[-1]
+    assert (row.id, row.status) == ("process.tree", "warn")
+    assert "can outlive a killed plan-build" in row.detail
+    assert report.ok  # a warning, not a refusal

@@ -10,16 +10,9 @@ from pathlib import Path
 import pytest
 
 from plan_build import proc
+from tests.support.orphans import alive
 
 PY = sys.executable
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_stdin_is_closed_unless_input_is_meant() -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.proctree import create_time, pid_alive
+from plan_build.proctree import create_time, pid_alive, zombie
 
 SLACK = 1.0  # seconds between a recorded start time and the process's own
 POLL = 0.2  # seconds between looks at a live record nobody flocks (trust_record)
@@ -36,25 +36,6 @@ Record = dict[str, Any]
 
 
 # ----------------------------------------------------------------------------- the rule
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        if Path("/proc/self/stat").exists():
-            return False  # /proc works: the process is gone (pid_alive says so)
-        try:
-            import psutil
-        except ImportError:  # a release zipapp on a Python without psutil
-            return False
-        try:
-            return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
-        except psutil.Error:
-            return False
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[:1] == ["Z"]
 
 
 def started(pid: int) -> float | None:
@@ -69,7 +50,7 @@ def owner_alive(pid: int, began: float | None = None, *, written: float | None =
     """Whether the process a record names still runs: `pid` alive and not a zombie, and the
     same process - started at `began` (within SLACK), or, when the record has no start time,
     started no later than the record was `written`. With neither, the pid alone decides."""
-    if pid <= 0 or not pid_alive(pid) or _zombie(pid):
+    if pid <= 0 or not pid_alive(pid) or zombie(pid):
         return False
     if began is None and written is None:
         return True

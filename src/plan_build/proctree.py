@@ -3,7 +3,8 @@
 One home for the process-tree facts two features need: session resolution (which ancestor is
 the Claude Code session, claudesessions.py) and the approval gates (is any ancestor an agent,
 interact.py). Start times come from /proc where it exists, so a reused pid is never taken for
-the process that had it before.
+the process that had it before; where there is none (macOS, or /proc hidden) the same facts
+come from psutil, which costs an import but gives the same answer (docs/portability.md).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,7 @@ MAX_DEPTH = 64
 # `python …/claude` for a script with a shebang).
 INTERPRETERS = re.compile(r"^(node|nodejs|bun|deno|python[0-9.]*)$")
 SUFFIXES = (".exe", ".js", ".mjs", ".cjs")
+PROC = Path("/proc")  # the procfs this module reads; tests point it elsewhere to hide it
 
 
 @dataclass(frozen=True)
@@ -27,15 +30,50 @@ class Ancestor:
     names: tuple[str, ...]  # what it calls itself: comm, executable, argv[0] (and argv[1])
 
 
+def procfs() -> bool:
+    """Whether /proc is there to read (Linux); False on macOS and where it is hidden."""
+    return (PROC / "self" / "stat").exists()
+
+
+def supervision_gap() -> str | None:
+    """Why the supervisor's hold on a command's tree is weaker here than on Linux, in words for
+    preflight; None where it has /proc and a child subreaper (docs/portability.md)."""
+    if not sys.platform.startswith("linux"):
+        return "this system has no child subreaper"
+    if not procfs():
+        return "/proc is not readable"
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(37, ctypes.byref(flag), 0, 0, 0) != 0:  # PR_GET_CHILD_SUBREAPER: asks only
+        return "the child subreaper is refused here"
+    return None
+
+
 def process_start(pid: int) -> str | None:
     """The process start time as Linux records it (clock ticks since boot), which is what
-    Claude Code writes as `procStart`; None where /proc is not available."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    Claude Code writes as `procStart`; None when the process is gone, and on systems whose
+    kernel has no such clock (macOS: callers compare `create_time` instead)."""
+    fields = _stat_fields(pid)
+    if fields is not None:
+        return fields[19] if len(fields) > 19 else None
+    if procfs() or not sys.platform.startswith("linux"):
         return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else None
+    return _ticks_from_psutil(pid)
+
+
+def _ticks_from_psutil(pid: int) -> str | None:
+    """Linux's clock-tick start time without reading /proc ourselves: psutil's create time is
+    boot time plus ticks / CLK_TCK, so the ticks come back exactly by rounding."""
+    import psutil
+
+    try:
+        began = psutil.Process(pid).create_time()
+        boot = psutil.boot_time()
+    except (psutil.Error, OSError):
+        return None
+    return str(round((began - boot) * os.sysconf("SC_CLK_TCK")))
 
 
 def create_time(pid: int) -> float | None:
@@ -43,11 +81,11 @@ def create_time(pid: int) -> float | None:
 
     From /proc (boot time plus the start in clock ticks, as psutil computes it) where there is
     one, so temp-file owner tags and lock checks do not import psutil; else from psutil."""
-    ticks = process_start(pid)
+    fields = _stat_fields(pid)
     boot = _boot_time()
-    if ticks is not None and boot is not None:
-        return boot + int(ticks) / os.sysconf("SC_CLK_TCK")
-    if Path("/proc/self/stat").exists():
+    if fields is not None and len(fields) > 19 and boot is not None:
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    if procfs():
         return None  # /proc works: the process is gone
     import psutil
 
@@ -57,13 +95,30 @@ def create_time(pid: int) -> float | None:
         return None
 
 
+def zombie(pid: int) -> bool:
+    """Whether `pid` has exited and waits for its parent to reap it (False when gone)."""
+    fields = _stat_fields(pid)
+    if fields is not None:
+        return fields[:1] == ["Z"]
+    if procfs():
+        return False
+    try:
+        import psutil
+    except ImportError:  # a release zipapp on a Python without psutil
+        return False
+    try:
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
+
+
 _BOOT: list[float] = []
 
 
 def _boot_time() -> float | None:
     if not _BOOT:
         try:
-            for line in Path("/proc/stat").read_text().splitlines():
+            for line in (PROC / "stat").read_text().splitlines():
                 if line.startswith("btime "):
                     _BOOT.append(float(line.split()[1]))
                     break
@@ -87,7 +142,7 @@ def pid_alive(pid: int) -> bool:
 def _stat_fields(pid: int) -> list[str] | None:
     """/proc/PID/stat after the command name (which may hold spaces and parentheses)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
     return stat.rsplit(")", 1)[-1].split()
@@ -163,4 +218,7 @@ __all__ = [
     "describe",
     "pid_alive",
     "process_start",
+    "procfs",
+    "supervision_gap",
+    "zombie",
 ]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from plan_build import __version__, proc, tools
+from plan_build import __version__, proc, proctree, tools
 from plan_build import agentmemory as memory
 from plan_build.checks import Check, Probe, run_concurrently, timed, to_json
 from plan_build.context import Session
@@ -180,6 +180,20 @@ def check_yolo_root(session: Session) -> Check:
     )
 
 
+def check_process_tree() -> Check | None:
+    """A warning row where the supervisor cannot hold a command's whole tree as it does on
+    Linux (macOS; /proc hidden; the subreaper refused); no row where it can."""
+    gap = proctree.supervision_gap()
+    if gap is None:
+        return None
+    return Check(
+        "process.tree",
+        "warn",
+        f"{gap}: a process an agent starts that leaves its session and clears its environment "
+        "within 0.2 s can outlive a killed plan-build (docs/portability.md)",
+    )
+
+
 def memory_probes(session: Session, opts: Options) -> list[Probe]:
     claude_plugins = ["agentmemory@agentmemory"]
     probes: list[Probe] = [
@@ -214,6 +228,8 @@ def run(session: Session, opts: Options) -> Report:
         probes.append(lambda: check_yolo_root(session))
     # the plugin lists are the slowest launches (claude's is most of preflight's time)
     checks = [terminal, *started_first(probes, memory_checks[:2])]
+    if (gap := check_process_tree()) is not None:
+        checks.append(gap)
     repo, branch = found[0]
     head = header(session, opts.mode, repo, branch)
     return Report(opts.mode, checks, repo, header=head, branch=branch)
