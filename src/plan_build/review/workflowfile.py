@@ -75,7 +75,9 @@ class Workflow:
 
 
 def project_key(cwd: str) -> str:
-    """codex-review's owner_project_key: every character outside [A-Za-z0-9] becomes '-'."""
+    """owner_project_key as Claude Code names a project's folder: every character outside
+    [A-Za-z0-9] becomes '-', so the key finds the session's transcripts. codex-review v0.7.3
+    replaces only '/'; a workflow with either form resolves (docs/review.md, difference 20)."""
     return "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in cwd)
 
 
