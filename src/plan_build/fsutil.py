@@ -224,8 +224,30 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def too_deep_at(text: str, limit: int = MAX_JSON_DEPTH) -> int | None:
+    """The offset where `text`'s brackets first nest deeper than `limit` (strings skipped), or
+    None: checked before parsing so a 100,000-deep document never reaches the recursive parser."""
+    depth = 0
+    for match in _JSON_TOKENS.finditer(text):
+        tok = match.group()
+        if tok in "[{":
+            depth += 1
+            if depth > limit:
+                return match.start()
+        elif tok in "]}":
+            depth -= 1
+    return None
+
+
 def loads_json(text: str, path: Path, fix: str | None = None) -> Any:
     """`text` (the content of `path`) as strict JSON, nested at most MAX_JSON_DEPTH deep."""
+    deep = too_deep_at(text)
+    if deep is not None:
+        why = f"nested deeper than {MAX_JSON_DEPTH} levels (at character {deep})"
+        raise StateFileError(path, why, fix)
     try:
         data = json.loads(text, parse_constant=_no_constant)
     except RecursionError:

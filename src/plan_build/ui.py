@@ -8,6 +8,12 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 
+def printable(text: str) -> str:
+    """`text` safe to show on a terminal: control characters (CR, ESC, ...) escaped as Python
+    writes them, so a crafted file name or task cannot rewrite the line it is shown on."""
+    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)
+
+
 @dataclass
 class Console:
     stream: TextIO = field(default_factory=lambda: sys.stderr)

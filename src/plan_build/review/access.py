@@ -21,9 +21,10 @@ def context(s: Session, workflow: str | None) -> ReviewContext:
     return ReviewContext.build(s, workflow)
 
 
-def resolved(ctx: ReviewContext) -> Resolution:
-    """The workflow this command acts on (maybe none); skipped folders and notes are said."""
-    res = resolve(ctx.root, ctx.session(), ctx.env, ctx.explicit)
+def resolved(ctx: ReviewContext, *, acting: bool = False) -> Resolution:
+    """The workflow this command acts on (maybe none); skipped folders and notes are said.
+    `acting` commands stop (exit 3) on a broken folder this session owns (resolution)."""
+    res = resolve(ctx.root, ctx.session(), ctx.env, ctx.explicit, acting=acting)
     for skipped in res.skipped:
         ctx.console.say(f"warning: {skipped.warning()}")
     if res.note:
@@ -47,7 +48,7 @@ def require(
 ) -> tuple[ReviewContext, Resolution, Workflow]:
     """The context and the resolved workflow a command acts on; an error when there is none."""
     ctx = context(s, workflow)
-    res = resolved(ctx)
+    res = resolved(ctx, acting=True)
     if res.workflow is None:
         raise none_found(ctx, res, nothing)
     return ctx, res, res.workflow

@@ -17,11 +17,12 @@ from pathlib import Path
 
 from plan_build import claudesessions as sessions
 from plan_build.gitrepo import Repo
+from plan_build.review.folders import load_all
 from plan_build.review.layout import WorkflowDir, find_root
 from plan_build.review.resolution import resolve
 from plan_build.review.roundfiles import load_approval
 from plan_build.review.runtime import fingerprint
-from plan_build.review.workflowfile import Workflow, load_all
+from plan_build.review.workflowfile import Workflow
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def current_approval(
         if workflow is None:
             raise
         session = None
-    res = resolve(root, session, env, workflow)
+    res = resolve(root, session, env, workflow, acting=True)
     wf: Workflow | None = res.workflow
     if wf is not None and wf.active:
         return Approval(

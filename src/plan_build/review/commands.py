@@ -69,7 +69,7 @@ def review_next(s: Session, *, workflow: str | None, focus: str | None) -> None:
 
 def review_plan(s: Session, *, plan: str | None, workflow: str | None, focus: str | None) -> None:
     ctx = context(s, workflow)
-    res = resolved(ctx)
+    res = resolved(ctx, acting=True)
     if res.workflow is None:
         _create(ctx, plan, focus)
         return

@@ -16,6 +16,7 @@ from plan_build import gitrepo, tools
 from plan_build.checks import Check, to_json
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError
+from plan_build.review.folders import Skipped, scan
 from plan_build.review.gate import record_of
 from plan_build.review.layout import WorkflowDir, find_root
 from plan_build.review.ledger import Ledger
@@ -23,7 +24,7 @@ from plan_build.review.lock import holder, is_stale
 from plan_build.review.resolution import Resolution, resolve
 from plan_build.review.runtime import fingerprint
 from plan_build.review.steps import inspect
-from plan_build.review.workflowfile import Skipped, Workflow, scan
+from plan_build.review.workflowfile import Workflow
 from plan_build.ui import Console
 
 ROOT_CAUSES = (

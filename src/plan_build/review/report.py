@@ -19,7 +19,7 @@ from plan_build.review.ledger import Counts, Ledger, Row, counts
 from plan_build.review.roundfiles import RoundRecord
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView
-from plan_build.ui import Console
+from plan_build.ui import Console, printable
 
 
 @dataclass
@@ -132,7 +132,7 @@ def print_status(ctx: ReviewContext, r: Report, console: Console) -> None:
     wf, view = r.view.wf, r.view
     pairs = [
         ("Workflow", wf.id),
-        ("Task", wf.task or "(unspecified task)"),
+        ("Task", printable(wf.task) or "(unspecified task)"),
         ("Phase", wf.phase),
         ("Round", str(wf.round)),
         ("Step", view.step.value),

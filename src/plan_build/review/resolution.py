@@ -23,17 +23,9 @@ from pathlib import Path
 from plan_build.claudesessions import ClaudeSession, live_session_ids
 from plan_build.errors import ExitCode, PlanBuildError, usage
 from plan_build.fsutil import atomic_write
+from plan_build.review.folders import Skipped, blocked_error, blocking, scan
 from plan_build.review.layout import WorkflowDir, check_id, workflows_dir
-from plan_build.review.workflowfile import (
-    Skipped,
-    Workflow,
-    exists,
-    list_ids,
-    load,
-    project_key,
-    save,
-    scan,
-)
+from plan_build.review.workflowfile import Workflow, exists, list_ids, load, project_key, save
 
 
 @dataclass
@@ -60,10 +52,20 @@ def resolve(
     session: ClaudeSession | None,
     env: Mapping[str, str],
     explicit: str | None = None,
+    *,
+    acting: bool = False,
 ) -> Resolution:
+    """`acting`: the command would change state or rely on the answer (review, approve,
+    commit's gate), so a broken folder that is this session's (or the only kind there is)
+    stops it with exit 3 instead of being worked around."""
     if explicit is not None:
         return _explicit(root, session, env, check_id(explicit))
     workflows, skipped = scan(root)
+    if acting:
+        sid = session.session_id if session else None
+        stop = blocking(workflows, skipped, sid)
+        if stop:
+            raise blocked_error(stop, sid)
     res = _among(root, session, env, [wf for wf in workflows if wf.active])
     res.skipped = tuple(skipped)
     return res

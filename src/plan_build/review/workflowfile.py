@@ -75,7 +75,9 @@ class Workflow:
 
 
 def project_key(cwd: str) -> str:
-    """codex-review's owner_project_key: every character outside [A-Za-z0-9] becomes '-'."""
+    """owner_project_key as Claude Code names a project's folder: every character outside
+    [A-Za-z0-9] becomes '-', so the key finds the session's transcripts. codex-review v0.7.3
+    replaces only '/'; a workflow with either form resolves (docs/review.md, difference 20)."""
     return "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in cwd)
 
 
@@ -190,9 +192,10 @@ def save(wdir: WorkflowDir, wf: Workflow, now: _dt.datetime) -> None:
 
 
 def task_text(given: str) -> str:
-    """The task as codex-review records it: line breaks become spaces, the ends are trimmed,
-    and everything else (runs of spaces, TABs) is kept as given."""
-    return given.replace("\r\n", " ").replace("\n", " ").replace("\r", " ").strip()
+    """The task as codex-review records it: each LF becomes a space, the ends are trimmed,
+    and everything else (runs of spaces, TABs, a CR inside) is kept as given; control
+    characters are escaped only when shown (ui.printable), never in the file."""
+    return given.replace("\n", " ").strip()
 
 
 def create(wdir: WorkflowDir, now: _dt.datetime, task: str, *, phase: str = "plan") -> Workflow:
@@ -217,49 +220,11 @@ def list_ids(root: Path) -> list[str]:
     return sorted(p.name for p in base.iterdir() if p.is_dir() and (p / "workflow.json").is_file())
 
 
-@dataclass(frozen=True)
-class Skipped:
-    """A folder under workflows/ that is not a workflow plan-build can read."""
-
-    id: str
-    why: str
-
-    def warning(self) -> str:
-        return f"skipped workflow folder {self.id}: {self.why}"
-
-
-def scan(root: Path) -> tuple[list[Workflow], list[Skipped]]:
-    """Every readable workflow, and the folders skipped because their workflow.json is
-    unreadable, of a foreign phase or version, or a copy whose id is not its directory's
-    (codex-review skips such folders too; one of them never stops the others)."""
-    found: list[Workflow] = []
-    skipped: list[Skipped] = []
-    for wf_id in list_ids(root):
-        try:
-            found.append(load(WorkflowDir(root, wf_id)))
-        except PlanBuildError as exc:
-            why = (
-                exc.what.split(": ", 1)[1]
-                if "is not a valid workflow file: " in exc.what
-                else exc.what
-            )
-            skipped.append(Skipped(wf_id, why))
-        except (OSError, RecursionError, ValueError) as exc:
-            skipped.append(Skipped(wf_id, f"unreadable workflow.json ({type(exc).__name__})"))
-    return found, skipped
-
-
-def load_all(root: Path) -> list[Workflow]:
-    """Every readable workflow (see `scan` for the folders left out)."""
-    return scan(root)[0]
-
-
 __all__ = [
     "DEFAULT_TASK",
     "KEYS",
     "STATUSES",
     "VERSION",
-    "Skipped",
     "Workflow",
     "create",
     "dumps",
@@ -267,11 +232,9 @@ __all__ = [
     "go_json",
     "list_ids",
     "load",
-    "load_all",
     "parse",
     "project_key",
     "read_text",
     "save",
-    "scan",
     "task_text",
 ]
