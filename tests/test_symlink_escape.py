@@ -68,11 +68,15 @@ def test_a_workflow_dir_linked_to_another_project_is_not_marked_done(
 
     r = cli("review.done", cwd=repo)
 
-    # The linked folder is skipped with a warning naming the link (never read or written
-    # through it), so this repository has no workflow to finish.
-    assert r.code == ExitCode.USAGE, r.stderr
-    assert f"skipped workflow folder {theirs.name}" in r.stderr
+    # The linked folder is never read or written through; it is this repository's only
+    # workflow folder, so the command stops naming the link and how to remove it.
+    assert r.code == ExitCode.PREFLIGHT, r.stderr
+    assert f"workflow folder {theirs.name} is broken" in r.stderr
     assert f"{mine / theirs.name} is a symbolic link to {theirs}" in r.stderr
+    assert (
+        f"fix: remove the link (or replace it with a real directory): rm {mine / theirs.name}"
+        in r.stderr
+    )
     assert tree_bytes(other) == before
     assert json.loads((theirs / "workflow.json").read_text())["status"] == "active"
     status = cli("review.status", "--json", cwd=repo)
@@ -92,8 +96,9 @@ def test_a_symlinked_artifacts_dir_is_refused(repo: Path, stubs, cli, outside: P
 
     r = cli("review.repeat", cwd=repo)
 
-    assert r.code == ExitCode.USAGE  # the workflow is skipped, naming the link
+    assert r.code == ExitCode.PREFLIGHT, r.stderr  # never read through; stops, naming the link
     assert f"{wf / 'artifacts'} is a symbolic link to {outside}" in r.stderr
+    assert f"rm {wf / 'artifacts'}" in r.stderr
     assert listing(outside) == []
 
 

@@ -110,6 +110,9 @@ def classify(root: Path, wf_id: str) -> Workflow | Skipped:
     text = ""
     try:
         guard(wdir)
+    except PlanBuildError as exc:  # a link out of the repository: never read through it
+        return Skipped(wf_id, path, _why(exc), exc.fix or _fix(wdir, None))
+    try:
         text = read_text(path)
         if not text.strip():
             return Skipped(wf_id, path, "it is empty", _fix(wdir, None), _owner(wdir, text))
