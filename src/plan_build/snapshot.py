@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from plan_build import fsutil, proc
+from plan_build import ctimescan, fsutil
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, git_env
 from plan_build.proc import CommandFailed
@@ -225,9 +225,10 @@ def changed_paths(repo: Repo, old_tree: str, new_tree: str) -> list[str]:
 # local configuration and tool environments (.venv, node_modules) live. Files git lists one by
 # one get a stat-level entry (type, mode, size, mtime_ns, ctime_ns) plus a content hash when
 # small. Wholly ignored directories (a 50,000-file node_modules) are not walked twice: the
-# "before" side only notes the time, and the "after" side asks one `find` for every path whose
-# ctime is newer. ctime cannot be set from user space (a write, chmod, rename or utime always
-# moves it), so a forged mtime still shows. A removed file shows as its changed directory.
+# "before" side only notes the time, and the "after" side asks for every path whose ctime is
+# newer (ctimescan: one GNU `find`, or the portable walk where find is BSD's). ctime cannot be
+# set from user space (a write, chmod, rename or utime always moves it), so a forged mtime
+# still shows. A removed file shows as its changed directory.
 SMALL_FILE = 64 * 1024
 # file timestamps come from the kernel's coarse clock, which may lag time.time() by a tick
 CLOCK_MARGIN_NS = 50_000_000
@@ -313,38 +314,6 @@ def _stat_entry(path: Path) -> tuple[str, ...]:
     return entry
 
 
-def _changed_since(repo: Repo, dirs: Sequence[str], since_ns: int) -> list[tuple[str, str]]:
-    """(type, path) of everything under `dirs` whose ctime is after `since_ns`: one `find`,
-    or a Python walk where find has no -newerct."""
-    stamp = f"@{since_ns // 1_000_000_000}.{since_ns % 1_000_000_000:09d}"
-    try:
-        done = proc.run(
-            ["find", *(f"./{d}" for d in dirs), "-newerct", stamp, "-printf", "%y %p\\0"],
-            cwd=repo.root,
-            env=repo.env,
-            timeout=600,
-        )
-        if done.ok:
-            return [(e[0], e[2:].removeprefix("./")) for e in done.stdout.split("\0") if len(e) > 2]
-    except (proc.CommandNotFound, proc.CommandTimeout):
-        pass
-    import os
-
-    found: list[tuple[str, str]] = []
-    for top in dirs:
-        for base, subdirs, names in os.walk(repo.root / top):
-            for name in [*subdirs, *names]:
-                full = Path(base) / name
-                try:
-                    st = full.lstat()
-                except OSError:
-                    continue
-                if st.st_ctime_ns > since_ns:
-                    kind = "d" if name in subdirs else "f"
-                    found.append((kind, full.relative_to(repo.root).as_posix()))
-    return found
-
-
 def changed_ignored(
     repo: Repo, before: Ignored, *, exclude: Sequence[str] = TOOL_STATE
 ) -> list[str]:
@@ -359,7 +328,7 @@ def changed_ignored(
     dirs: set[str] = set()
     changed.update(d for d in before.dirs if d not in after.dirs)  # removed as a whole
     if after.dirs:
-        for kind, path in _changed_since(repo, after.dirs, before.taken_ns):
+        for kind, path in ctimescan.changed_since(repo.root, after.dirs, before.taken_ns, repo.env):
             (dirs if kind == "d" else changed).add(path)
     parents = {q.rsplit("/", i)[0] for q in changed for i in range(1, q.count("/") + 1)}
     changed.update(d for d in dirs if d not in parents)
