@@ -63,7 +63,7 @@ def temp_index(
         yield env
 
 
-def _may_hold(index: Path, paths: Sequence[str]) -> bool:
+def _may_hold(index: Path, paths: Sequence[str], ignorecase: bool = False) -> bool:
     """False only when the index certainly has no entry at or under any of `paths`: a version
     2/3 index spells every path out in full (version 4 compresses them, a split index keeps its
     entries elsewhere and a sparse one folds directories into one entry, so those always answer
@@ -78,13 +78,18 @@ def _may_hold(index: Path, paths: Sequence[str]) -> bool:
         return True
     if b"link" in data or b"sdir" in data:  # split or sparse index (or such bytes by chance)
         return True
-    return any(os.fsencode(p) in data for p in paths)
+    if ignorecase:
+        data = data.lower()
+    return any((os.fsencode(p).lower() if ignorecase else os.fsencode(p)) in data for p in paths)
 
 
 def add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STATE) -> None:
     """Stage the whole work tree into the private index, leaving `exclude` (paths relative to
-    the repository root) out entirely, even where HEAD tracks them."""
-    skip = [f":(exclude,literal){p}" for p in exclude]
+    the repository root) out entirely, even where HEAD tracks them: in any case where the file
+    system folds case (core.ignorecase: on macOS `tasks.md` is `TASKS.md`)."""
+    icase = repo.names.ignorecase
+    magic = "literal,icase" if icase else "literal"
+    skip = [f":(exclude,{magic}){p}" for p in exclude]
     try:
         # fsmonitor answers for the user's index; a private one is checked by stat alone.
         try:
@@ -97,8 +102,8 @@ def add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STATE
                 raise
             _add_with_nested(repo, env, skip, nested)
         # `add` never adds an excluded path, so only entries the seed brought can be there
-        if exclude and _may_hold(Path(env["GIT_INDEX_FILE"]), exclude):
-            literal = [f":(literal){p}" for p in exclude]
+        if exclude and _may_hold(Path(env["GIT_INDEX_FILE"]), exclude, icase):
+            literal = [f":({magic}){p}" for p in exclude]
             repo.git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *literal, env=env)
     except CommandFailed as exc:
         raise PlanBuildError(
