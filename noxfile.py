@@ -56,7 +56,8 @@ def portable(session: nox.Session) -> None:
     # --- processes without /proc and without a subreaper (tests/portable/) ---
     # (filled in by the process fallbacks)
     # --- file systems: core.ignorecase, NFD names, core.autocrlf, core.fileMode ---
-    # (filled in by the file-system fallbacks)
+    # the snapshot, scope, change and verify tests under macOS's and WSL's git settings
+    session.run("python", "tests/portable/fs_gitconfig.py", "-n", "auto", *session.posargs)
 
 
 @nox.session(python=PYTHON, default=False)
