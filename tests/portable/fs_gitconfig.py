@@ -1,5 +1,7 @@
 """The file-system half of `nox -s portable`: the snapshot, scope, change and verify tests again
-under the git settings macOS and WSL give a repository, and with NFD names.
+under the git settings macOS and WSL give a repository, and with NFD names; then the dispatch
+tests of ignored paths with a BSD-like `find` first on PATH (no -newerct, no -printf), so the
+portable walk answers them.
 
 Every git call in those tests (the fixtures' and plan-build's) sees the settings through
 GIT_CONFIG_COUNT / GIT_CONFIG_KEY_n / GIT_CONFIG_VALUE_n, which git reads after every config
@@ -15,6 +17,7 @@ Exit status: the first failing run's, else 0. Run from the repository root.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +51,34 @@ RUNS: dict[str, tuple[dict[str, str], list[str]]] = {
 }
 
 
+# the dispatch tests whose answer comes from the ignored-path snapshot's ctime scan
+IGNORED_PATH_TESTS = [
+    "tests/test_snapshot_walk.py",  # GNU find's side of the comparison skips itself here
+    "tests/test_dispatch_misbehaviour.py::test_a_change_to_an_ignored_path_outside_the_scope_blocks",
+    "tests/test_dispatch_misbehaviour.py::test_an_ignored_path_inside_the_scope_is_fine",
+    "tests/test_dispatch_misbehaviour.py::test_check_caches_are_by_products_whether_ignored_or_not",
+    "tests/test_dispatch_misbehaviour.py::test_an_ignored_tree_edit_shows_despite_a_forged_mtime",
+]
+BSD_FIND = """#!/bin/sh
+for a in "$@"; do
+  case "$a" in -printf|-newerct) echo "find: $a: unknown primary or operator" >&2; exit 1;; esac
+done
+exec {real} "$@"
+"""
+
+
+def bsd_find_path(tmp: Path) -> str:
+    """PATH with a find that refuses GNU's primaries as macOS's does."""
+    real = shutil.which("find")
+    if real is None:
+        raise SystemExit("no find on PATH")
+    shim = tmp / "bsd-find" / "find"
+    shim.parent.mkdir()
+    shim.write_text(BSD_FIND.format(real=real))
+    shim.chmod(0o755)
+    return f"{shim.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 def git_config_env(settings: dict[str, str]) -> dict[str, str]:
     env = dict(os.environ)
     env["GIT_CONFIG_COUNT"] = str(len(settings))
@@ -68,7 +99,12 @@ def main(extra: list[str]) -> int:
             print(f"--- {name}: {' '.join(f'{k}={v}' for k, v in settings.items())}", flush=True)
             code = subprocess.run(argv, env=env, check=False).returncode
         status = status or code
-    return status
+    with tempfile.TemporaryDirectory(prefix="pb-portable-") as tmp:
+        env = {**os.environ, "PATH": bsd_find_path(Path(tmp))}
+        argv = [sys.executable, "-m", "pytest", "-q", *IGNORED_PATH_TESTS, *extra]
+        print("--- macOS find (BSD: no -newerct, no -printf): the portable walk", flush=True)
+        code = subprocess.run(argv, env=env, check=False).returncode
+    return status or code
 
 
 if __name__ == "__main__":
