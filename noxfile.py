@@ -42,12 +42,17 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the package, tests, benchmarks and task files; the import layers contract."""
+    """ruff over the package, tests, benchmarks and task files; the import layers contract;
+    the GitHub Actions workflow against its schema."""
     session.install(".[lint]")
     paths = ("src", "tests", "bench", "tasks.py", "noxfile.py")
     session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", *paths)
     session.run("lint-imports", "--no-cache")  # [tool.importlinter] in pyproject.toml
+    # the CI definition for macOS and WSL cannot run here: keep it valid against GitHub's
+    # workflow schema (vendored in check-jsonschema, no network)
+    schema = ("--builtin-schema", "vendor.github-workflows")
+    session.run("check-jsonschema", *schema, ".github/workflows/ci.yml")
 
 
 @nox.session(python=PYTHON)
@@ -83,7 +88,8 @@ def portable(session: nox.Session) -> None:
             "-n", "2", "-p", "no:randomly", *PROCESS_TESTS, external=True,
         )  # fmt: skip
     # --- file systems: core.ignorecase, NFD names, core.autocrlf, core.fileMode ---
-    # (filled in by the file-system fallbacks)
+    # the snapshot, scope, change and verify tests under macOS's and WSL's git settings
+    session.run("python", "tests/portable/fs_gitconfig.py", "-n", "auto", *session.posargs)
 
 
 @nox.session(python=PYTHON, default=False)

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
+from plan_build.dispatch import evidence
 from tests.conftest import Stubs
 from tests.dispatch_support import codex_edits, codex_runs, make_plan, status_of
 
@@ -282,9 +284,18 @@ def test_a_byproduct_glob_that_covers_everything_is_refused(
 # ----------------------------------------------------------------------------- sandbox
 
 
-def sandbox_failure_events() -> str:
+BWRAP = (
+    "bwrap: Creating new namespace failed: nesting depth or "
+    "/proc/sys/user/max_*_namespaces exceeded (ENOSPC)"
+)
+# macOS: Seatbelt does not nest (github.com/openai/codex/issues/45657), sandbox-exec exits 71
+SEATBELT = "sandbox-exec: sandbox_apply: Operation not permitted"
+
+
+def sandbox_failure_events(message: str = BWRAP) -> str:
     """What the real codex 0.171 prints when bubblewrap cannot create its namespaces: every
-    command fails with bwrap's error, Codex still ends its turn and exits 0."""
+    command fails with bwrap's error, Codex still ends its turn and exits 0 (on macOS the same
+    shape carries Seatbelt's words)."""
     cmd = "/bin/bash -lc 'echo hi > src/app.py'"
     rows: list[dict[str, Any]] = [
         {"type": "thread.started", "thread_id": "01a23366-80e2-7f62-b2b6-4b44c7ee9b8d"},
@@ -295,8 +306,7 @@ def sandbox_failure_events() -> str:
                 "id": "item_0",
                 "type": "command_execution",
                 "command": cmd,
-                "aggregated_output": "bwrap: Creating new namespace failed: nesting depth or "
-                "/proc/sys/user/max_*_namespaces exceeded (ENOSPC)\n",
+                "aggregated_output": message + "\n",
                 "exit_code": 1,
                 "status": "failed",
             },
@@ -307,15 +317,16 @@ def sandbox_failure_events() -> str:
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
+@pytest.mark.parametrize("message", [BWRAP, SEATBELT], ids=["bubblewrap", "seatbelt"])
 def test_a_sandbox_that_cannot_start_blocks_at_once_and_the_task_can_run_again(
-    repo: Path, stubs: Stubs, cli: Any
+    repo: Path, stubs: Stubs, cli: Any, message: str
 ) -> None:
     tasks_md = make_plan(repo)
     stubs.rule(
         "codex",
         {
             "match": ["exec"],
-            "stdout": sandbox_failure_events(),
+            "stdout": sandbox_failure_events(message),
             "write_flag": {"-o": "x"},
             "times": 1,
         },
@@ -325,11 +336,11 @@ def test_a_sandbox_that_cannot_start_blocks_at_once_and_the_task_can_run_again(
 
     assert r.code == 6, r.stderr
     assert "Codex's sandbox could not start, so none of its commands ran" in r.stderr
-    assert "unprivileged user namespaces" in r.stderr  # the fix
+    assert "unprivileged user namespaces" in r.stderr  # the fix (this is Linux)
     assert len(codex_runs(stubs)) == 1  # no correction spent
     assert "verify" not in [c["tool"] for c in stubs.calls()]
     text = tasks_md.read_text()
-    assert "Sandbox error (1 command): bwrap: Creating new namespace failed" in text
+    assert f"Sandbox error (1 command): {message[:40]}" in text
     # once the sandbox works, the same task text dispatches again
     codex_edits(stubs, {"src/app.py": "fixed\n"})
     assert cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED).code == 0
@@ -627,3 +638,10 @@ def test_a_resume_also_checks_the_ignored_paths_the_stopped_run_touched(
     assert "outside the scope: local.env" in r.stderr
     assert "outside the scope: build/late.sh" in r.stderr
     assert status_of(tasks_md, "TASK-002") == "Blocked"
+
+
+def test_on_macos_the_fix_for_a_sandbox_that_cannot_start_is_seatbelt_s() -> None:
+    fix = evidence.next_step("Blocked", "sandbox_unavailable", "TASK-002", platform="darwin")
+    assert "Seatbelt (sandbox-exec) cannot start inside another sandbox" in fix
+    assert "namespaces" not in fix
+    assert fix.endswith("plan-build dispatch TASK-002 again")

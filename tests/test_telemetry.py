@@ -173,3 +173,39 @@ def test_stats_of_an_empty_log(tmp_path: Path) -> None:
     s = telemetry.stats(tmp_path)
     assert s["dispatches"] == 0
     assert s["first_attempt_success"]["rate"] is None
+
+
+def _command(output: str, exit_code: int) -> str:
+    item = {
+        "id": "item_0",
+        "type": "command_execution",
+        "command": "/bin/zsh -lc 'cat src/app.py'",
+        "aggregated_output": output,
+        "exit_code": exit_code,
+        "status": "failed" if exit_code else "completed",
+    }
+    return json.dumps({"type": "item.completed", "item": item}) + "\n"
+
+
+def test_seatbelt_failing_to_start_is_a_sandbox_error() -> None:
+    # macOS wording (openai/codex issues 45657 and 38286): sandbox-exec speaks only when it
+    # cannot apply the profile or exec the command, and then exits 71
+    nested = "sandbox-exec: sandbox_apply: Operation not permitted\n"
+    execvp = (
+        "fs sandbox helper failed with status exit status: 71:\n"
+        "/usr/bin/sandbox-exec: execvp() of '/opt/codex/bin/codex' failed: "
+        "Operation not permitted\n"
+    )
+    events = telemetry.parse_events(_command(nested, 71) + _command(execvp, 71))
+    assert events.sandbox_errors == [
+        "sandbox-exec: sandbox_apply: Operation not permitted",
+        "/usr/bin/sandbox-exec: execvp() of '/opt/codex/bin/codex' failed: Operation not permitted",
+    ]
+
+
+def test_a_command_the_seatbelt_profile_denies_is_not_a_sandbox_failure() -> None:
+    # the sandbox started and did its job: the command ran and was refused a write
+    denied = "touch: /etc/hosts: Operation not permitted\n/bin/ps: Operation not permitted\n"
+    assert telemetry.parse_events(_command(denied, 1)).sandbox_errors == []
+    # sandbox-exec named in a command's successful output is no failure either
+    assert telemetry.parse_events(_command("sandbox-exec: usage\n", 0)).sandbox_errors == []

@@ -18,6 +18,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -130,17 +131,48 @@ def _umask() -> int:
     return current
 
 
-def _within(path: Path, top: Path) -> bool:
-    return path == top or top in path.parents
+@dataclass(frozen=True)
+class NameRules:
+    """When two spellings of a path name one file, as git recorded it for the repository's
+    file system at `git init`: `core.ignorecase` (macOS and Windows drives fold case) and
+    `core.precomposeunicode` (macOS: an NFD name and its NFC form are one file). On Linux
+    both are off and names compare byte for byte."""
+
+    ignorecase: bool = False
+    precompose: bool = False
+
+    def key(self, name: str) -> str:
+        """`name` in the one spelling these rules compare by."""
+        if self.precompose:
+            import unicodedata
+
+            name = unicodedata.normalize("NFC", name)
+        return name.casefold() if self.ignorecase else name
 
 
-def confine(path: Path, root: Path, *, forbid: Path | None = None) -> Path:
+BYTEWISE = NameRules()  # Linux: every spelling is its own name
+# what may alias .git on some file system: refusing a link into it errs on the safe side
+FOLD_ALL = NameRules(ignorecase=True, precompose=True)
+
+
+def _within(path: Path, top: Path, names: NameRules = BYTEWISE) -> bool:
+    if names == BYTEWISE:
+        return path == top or top in path.parents
+    key = names.key(str(top))
+    return any(names.key(str(p)) == key for p in (path, *path.parents))
+
+
+def confine(
+    path: Path, root: Path, *, forbid: Path | None = None, names: NameRules = BYTEWISE
+) -> Path:
     """`path`, once no part of it between `root` and its end is a symbolic link leading out of
     `root` (or into `forbid`, the repository's .git); else refuse, naming the link.
 
     A repository's content (a committed `.claude -> /elsewhere`) must never steer where
     plan-build writes or which other project's files it reads. Links that stay inside are
-    followed. Raises PlanBuildError (exit 6) before anything is written.
+    followed. Raises PlanBuildError (exit 6) before anything is written. `names` says when two
+    spellings are one path (macOS: `.GIT` is `.git`); a link into `forbid` is refused in any
+    spelling that could alias it.
     """
     from plan_build.errors import ExitCode, PlanBuildError
 
@@ -168,9 +200,9 @@ def confine(path: Path, root: Path, *, forbid: Path | None = None) -> Path:
         if not current.is_symlink():
             continue
         target = current.resolve()
-        if not _within(target, top):
+        if not _within(target, top, names):
             where = "outside the repository"
-        elif banned is not None and _within(target, banned):
+        elif banned is not None and _within(target, banned, FOLD_ALL):
             where = "into the repository's .git"
         else:
             continue

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from plan_build import proc
 from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.fsutil import NameRules
 
 GIT_TIMEOUT = 30.0
 # Before every subcommand: optional locks off, and no "refresh the index while you are at it"
@@ -75,12 +77,29 @@ class Repo:
         """plan-build's metadata, shared by all worktrees and surviving worktree removal."""
         return self.common_dir / "plan-build"
 
+    @cached_property
+    def names(self) -> NameRules:
+        """How this repository's file system compares names (core.ignorecase and
+        core.precomposeunicode, which git sets at init by probing it); asked once."""
+        out = self.git(
+            "config", "-z", "--get-regexp", r"^core\.(ignorecase|precomposeunicode)$", check=False
+        ).stdout
+        found: dict[str, bool] = {}
+        for record in out.split("\0"):
+            key, _, value = record.partition("\n")
+            if key:
+                found[key.lower()] = value.strip().lower() in ("", "true", "yes", "on", "1")
+        return NameRules(
+            ignorecase=found.get("core.ignorecase", False),
+            precompose=found.get("core.precomposeunicode", False),
+        )
+
     def inside(self, path: Path) -> Path:
         """`path` in the work tree, refused when a symlink on the way leads out of it or into
-        .git (fsutil.confine)."""
+        .git (fsutil.confine), in the file system's own way of comparing names."""
         from plan_build.fsutil import confine
 
-        return confine(path, self.root, forbid=self.common_dir)
+        return confine(path, self.root, forbid=self.common_dir, names=self.names)
 
     def in_state(self, path: Path) -> Path:
         """`path` under the git directory, refused when a symlink on the way leads out of it."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from plan_build import fsutil, proc
+from plan_build import ctimescan, fsutil
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, git_env
 from plan_build.proc import CommandFailed
@@ -63,7 +63,7 @@ def temp_index(
         yield env
 
 
-def _may_hold(index: Path, paths: Sequence[str]) -> bool:
+def _may_hold(index: Path, paths: Sequence[str], ignorecase: bool = False) -> bool:
     """False only when the index certainly has no entry at or under any of `paths`: a version
     2/3 index spells every path out in full (version 4 compresses them, a split index keeps its
     entries elsewhere and a sparse one folds directories into one entry, so those always answer
@@ -78,13 +78,18 @@ def _may_hold(index: Path, paths: Sequence[str]) -> bool:
         return True
     if b"link" in data or b"sdir" in data:  # split or sparse index (or such bytes by chance)
         return True
-    return any(os.fsencode(p) in data for p in paths)
+    if ignorecase:
+        data = data.lower()
+    return any((os.fsencode(p).lower() if ignorecase else os.fsencode(p)) in data for p in paths)
 
 
 def add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STATE) -> None:
     """Stage the whole work tree into the private index, leaving `exclude` (paths relative to
-    the repository root) out entirely, even where HEAD tracks them."""
-    skip = [f":(exclude,literal){p}" for p in exclude]
+    the repository root) out entirely, even where HEAD tracks them: in any case where the file
+    system folds case (core.ignorecase: on macOS `tasks.md` is `TASKS.md`)."""
+    icase = repo.names.ignorecase
+    magic = "literal,icase" if icase else "literal"
+    skip = [f":(exclude,{magic}){p}" for p in exclude]
     try:
         # fsmonitor answers for the user's index; a private one is checked by stat alone.
         try:
@@ -97,8 +102,8 @@ def add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STATE
                 raise
             _add_with_nested(repo, env, skip, nested)
         # `add` never adds an excluded path, so only entries the seed brought can be there
-        if exclude and _may_hold(Path(env["GIT_INDEX_FILE"]), exclude):
-            literal = [f":(literal){p}" for p in exclude]
+        if exclude and _may_hold(Path(env["GIT_INDEX_FILE"]), exclude, icase):
+            literal = [f":({magic}){p}" for p in exclude]
             repo.git("rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *literal, env=env)
     except CommandFailed as exc:
         raise PlanBuildError(
@@ -225,9 +230,10 @@ def changed_paths(repo: Repo, old_tree: str, new_tree: str) -> list[str]:
 # local configuration and tool environments (.venv, node_modules) live. Files git lists one by
 # one get a stat-level entry (type, mode, size, mtime_ns, ctime_ns) plus a content hash when
 # small. Wholly ignored directories (a 50,000-file node_modules) are not walked twice: the
-# "before" side only notes the time, and the "after" side asks one `find` for every path whose
-# ctime is newer. ctime cannot be set from user space (a write, chmod, rename or utime always
-# moves it), so a forged mtime still shows. A removed file shows as its changed directory.
+# "before" side only notes the time, and the "after" side asks for every path whose ctime is
+# newer (ctimescan: one GNU `find`, or the portable walk where find is BSD's). ctime cannot be
+# set from user space (a write, chmod, rename or utime always moves it), so a forged mtime
+# still shows. A removed file shows as its changed directory.
 SMALL_FILE = 64 * 1024
 # file timestamps come from the kernel's coarse clock, which may lag time.time() by a tick
 CLOCK_MARGIN_NS = 50_000_000
@@ -313,38 +319,6 @@ def _stat_entry(path: Path) -> tuple[str, ...]:
     return entry
 
 
-def _changed_since(repo: Repo, dirs: Sequence[str], since_ns: int) -> list[tuple[str, str]]:
-    """(type, path) of everything under `dirs` whose ctime is after `since_ns`: one `find`,
-    or a Python walk where find has no -newerct."""
-    stamp = f"@{since_ns // 1_000_000_000}.{since_ns % 1_000_000_000:09d}"
-    try:
-        done = proc.run(
-            ["find", *(f"./{d}" for d in dirs), "-newerct", stamp, "-printf", "%y %p\\0"],
-            cwd=repo.root,
-            env=repo.env,
-            timeout=600,
-        )
-        if done.ok:
-            return [(e[0], e[2:].removeprefix("./")) for e in done.stdout.split("\0") if len(e) > 2]
-    except (proc.CommandNotFound, proc.CommandTimeout):
-        pass
-    import os
-
-    found: list[tuple[str, str]] = []
-    for top in dirs:
-        for base, subdirs, names in os.walk(repo.root / top):
-            for name in [*subdirs, *names]:
-                full = Path(base) / name
-                try:
-                    st = full.lstat()
-                except OSError:
-                    continue
-                if st.st_ctime_ns > since_ns:
-                    kind = "d" if name in subdirs else "f"
-                    found.append((kind, full.relative_to(repo.root).as_posix()))
-    return found
-
-
 def changed_ignored(
     repo: Repo, before: Ignored, *, exclude: Sequence[str] = TOOL_STATE
 ) -> list[str]:
@@ -359,7 +333,7 @@ def changed_ignored(
     dirs: set[str] = set()
     changed.update(d for d in before.dirs if d not in after.dirs)  # removed as a whole
     if after.dirs:
-        for kind, path in _changed_since(repo, after.dirs, before.taken_ns):
+        for kind, path in ctimescan.changed_since(repo.root, after.dirs, before.taken_ns, repo.env):
             (dirs if kind == "d" else changed).add(path)
     parents = {q.rsplit("/", i)[0] for q in changed for i in range(1, q.count("/") + 1)}
     changed.update(d for d in dirs if d not in parents)

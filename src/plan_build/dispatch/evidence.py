@@ -10,6 +10,7 @@ output (credentials withheld).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -366,7 +367,7 @@ def change_lines(a: Attempt) -> list[str]:
     return lines
 
 
-def next_step(status: str, reason: str, task_id: str) -> str:
+def next_step(status: str, reason: str, task_id: str, platform: str = sys.platform) -> str:
     if status == REVIEW:
         return (
             "review the diff (plan-build review.impl or review.repeat), record the CodeRabbit "
@@ -392,6 +393,13 @@ def next_step(status: str, reason: str, task_id: str) -> str:
         )
     if reason == "error":
         return f"fix what the message says, then plan-build dispatch {task_id} again"
+    if reason == "sandbox_unavailable" and platform == "darwin":
+        return (
+            "make Codex's sandbox work: macOS Seatbelt (sandbox-exec) cannot start inside "
+            "another sandbox, so run plan-build from a plain terminal, not from a sandboxed "
+            "app or a Codex command; check with `sandbox-exec -p '(version 1)(allow default)' "
+            f"true`, then plan-build dispatch {task_id} again"
+        )
     if reason == "sandbox_unavailable":
         return (
             "make Codex's sandbox work: bubblewrap needs unprivileged user namespaces "

@@ -74,7 +74,7 @@ def interrupted(d: InFlight, task: Task, exc: BaseException) -> None:
     if d.before is not None and in_codex:
         outside = codex.outside_at_stop(
             d.repo,
-            Scope(task.scope),
+            Scope(task.scope, d.repo.names),
             d.before,
             byproducts=d.byproducts,
             guard=d.guard,

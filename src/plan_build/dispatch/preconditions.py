@@ -13,6 +13,7 @@ from plan_build.dispatch.evidence import REASONS
 from plan_build.dispatch.scope import DEFAULT_BYPRODUCTS, Byproducts, byproduct_problem
 from plan_build.dispatch.taskmodel import BLOCKED, COMPLETE, IN_PROGRESS, Task, TaskFile
 from plan_build.errors import usage
+from plan_build.fsutil import BYTEWISE, NameRules
 from plan_build.gitrepo import Repo
 
 # Blocked for these reasons, the same task text would fail the same way: refuse to redispatch
@@ -107,7 +108,7 @@ def check(repo: Repo, tf: TaskFile, task: Task) -> None:
             )
 
 
-def byproducts(cfg: Config) -> Byproducts:
+def byproducts(cfg: Config, names: NameRules = BYTEWISE) -> Byproducts:
     """The default check by-products plus the project's `dispatch.byproducts` globs."""
     extra = cfg.get("dispatch.byproducts", []) or []
     for pattern in extra:
@@ -117,4 +118,4 @@ def byproducts(cfg: Config) -> Byproducts:
                 f"{FILENAME}: dispatch.byproducts entry {pattern!r} {why}",
                 "use globs such as `.cache/` or `*.log`, relative to the repository root",
             )
-    return Byproducts((*DEFAULT_BYPRODUCTS, *extra))
+    return Byproducts((*DEFAULT_BYPRODUCTS, *extra), names)

@@ -145,8 +145,8 @@ class Dispatcher(InFlight):
 
     def _begin(self, task: Task) -> tuple[Scope, str]:
         """Resume or start: the messages, Status In Progress, the saved running state."""
-        scope = Scope(task.scope)
-        self.byproducts = preconditions.byproducts(self.session.config)
+        scope = Scope(task.scope, self.repo.names)
+        self.byproducts = preconditions.byproducts(self.session.config, self.repo.names)
         self.resumed = taskstate.resumable(self.repo, task)
         if self.resumed is not None:
             # the same dispatch goes on: its id, its baseline, its budget of Codex runs

@@ -3,6 +3,10 @@
 `*` and `?` stay within one path segment, `**` spans any number of segments, `[abc]` is a
 character class. A pattern that matches a directory covers everything inside it, so
 `src/audit`, `src/audit/` and `src/audit/**` all allow `src/audit/page.py`.
+
+Names compare as the repository's file system does (`NameRules`, from git's core.ignorecase
+and core.precomposeunicode): on macOS `src/Audit/` allows `src/audit/page.py`, and a scope
+typed in NFC allows the NFD name Finder made. On Linux they compare byte for byte.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from plan_build.fsutil import BYTEWISE, NameRules
 
 
 def problem(pattern: str) -> str | None:
@@ -85,13 +91,16 @@ def _compile(pattern: str) -> re.Pattern[str]:
 @dataclass(frozen=True)
 class Scope:
     patterns: tuple[str, ...]
+    names: NameRules = BYTEWISE
     _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_compiled", tuple(_compile(p) for p in self.patterns))
+        compiled = tuple(_compile(self.names.key(p)) for p in self.patterns)
+        object.__setattr__(self, "_compiled", compiled)
 
     def allows(self, path: str) -> bool:
-        return any(rx.match(path) for rx in self._compiled)
+        key = self.names.key(path)
+        return any(rx.match(key) for rx in self._compiled)
 
     def outside(self, paths: Iterable[str]) -> list[str]:
         """The paths this scope does not allow, in the order given."""
@@ -102,7 +111,7 @@ class Scope:
         return [
             p
             for p, rx in zip(self.patterns, self._compiled, strict=True)
-            if not any(rx.match(f) for f in files)
+            if not any(rx.match(self.names.key(f)) for f in files)
         ]
 
 
@@ -124,18 +133,19 @@ class Byproducts:
     syntax)."""
 
     patterns: tuple[str, ...] = DEFAULT_BYPRODUCTS
+    names: NameRules = BYTEWISE
     _anchored: Scope = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         anchored = tuple(p.strip("/") for p in self.patterns if "/" in p.strip("/"))
-        object.__setattr__(self, "_anchored", Scope(anchored))
+        object.__setattr__(self, "_anchored", Scope(anchored, self.names))
 
     def matches(self, path: str) -> bool:
         if self._anchored.patterns and self._anchored.allows(path):
             return True
-        parts = path.split("/")
+        parts = self.names.key(path).split("/")
         for pattern in self.patterns:
-            core = pattern.strip("/")
+            core = self.names.key(pattern.strip("/"))
             if "/" in core:
                 continue
             if any(fnmatch.fnmatchcase(seg, core) for seg in parts):

@@ -50,10 +50,17 @@ class CodexEvents:
         return dict(self.usage) if self.usage is not None else UNKNOWN
 
 
-# A command Codex could not run because its sandbox (bubblewrap on Linux) failed to start:
-# e.g. "bwrap: Creating new namespace failed: ... (ENOSPC)" or a permission error.
+# A command Codex could not run because its sandbox failed to start. Linux (bubblewrap and
+# landlock): e.g. "bwrap: Creating new namespace failed: ... (ENOSPC)". macOS (Seatbelt, which
+# Codex runs as /usr/bin/sandbox-exec, codex-rs/core/README.md): sandbox-exec itself prints only
+# when it cannot apply the profile or start the command, then exits 71, e.g.
+# "sandbox-exec: sandbox_apply: Operation not permitted" (already inside a sandbox: Seatbelt does
+# not nest; github.com/openai/codex/issues/45657 and /26262) and "sandbox-exec: execvp() of
+# '...' failed: Operation not permitted" (github.com/openai/codex/issues/38286). A command the
+# profile merely denies ("/bin/ps: Operation not permitted") ran, so it is not matched.
 SANDBOX_ERROR = re.compile(
-    r"(?im)^\s*(bwrap: .*|.*codex-linux-sandbox.*|.*landlock.*(?:fail|error|not supported).*)$"
+    r"(?im)^\s*(bwrap: .*|.*codex-linux-sandbox.*|.*landlock.*(?:fail|error|not supported).*"
+    r"|(?:\S*/)?sandbox-exec: .*)$"
 )
 # git commands that change the repository's state, which the prompt forbids
 GIT_CHANGE = re.compile(r"\bgit\s+(?:-\S+\s+)*(add|commit|push|reset|restore|checkout|stash|rm)\b")

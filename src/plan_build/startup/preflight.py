@@ -18,7 +18,7 @@ from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
 from plan_build.interact import Choice, isatty
-from plan_build.startup import enhancechecks, plugins
+from plan_build.startup import enhancechecks, plugins, wslchecks
 
 Mode = Literal["standard", "architect"]
 VERSION_TIMEOUT = 10.0
@@ -37,6 +37,8 @@ LABELS = {
     "memory.server": "AgentMemory",
     "yolo.root": "--yolo as root",
     "auggie.login": "Auggie login",
+    "wsl.drive": "WSL drive",
+    "wsl.exe": "Windows agents",
 }
 GROUPS = {"tool.": "tools", "claude.plugin.": "Claude plugins"}
 
@@ -218,6 +220,7 @@ def run(session: Session, opts: Options) -> Report:
     # the git checks (and the header's branch) run beside the probes, not before or after them
     probes: list[Probe] = [worktree]
     probes += [tool_probe(session, t) for t in ("git", "claude", "codex", "coderabbit")]
+    probes.append(lambda: wslchecks.checks(session.env, session.cwd))  # WSL only: wsl.*
     if opts.prompt:  # `auggie` on PATH and its login: tool.auggie, auggie.login
         probes.append(enhancechecks.preflight_probe(session))
     probes += [lambda: check_safe_mode(session), lambda: check_skill(session, opts.mode)]

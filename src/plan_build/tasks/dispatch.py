@@ -77,7 +77,7 @@ def unmatched_scope(tf: taskfile.TaskFile, repo: Repo) -> list[taskfile.Problem]
         entries = [(p, ln) for p, ln in zip(task.scope, task.scope_lines, strict=True)]
         good = [(p, ln) for p, ln in entries if bad_entry(p) is None]
         lines = dict(good)
-        for pattern in Scope(tuple(p for p, _ in good)).unmatched(files):
+        for pattern in Scope(tuple(p for p, _ in good), repo.names).unmatched(files):
             out.append(
                 taskfile.Problem(
                     lines[pattern],
