@@ -120,9 +120,27 @@ def stop():
                     pass
             except ChildProcessError:
                 pass
-            if not look()[0]:
-                return
+            # the signalled ones by pid (a whole table is a `ps` run where there is no /proc),
+            # then one full look for any started meanwhile
+            if not any(running(p) for p in found):
+                if not look()[0]:
+                    return
+                break
             time.sleep(0.05)
+def running(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    if procfs:  # a zombie has ended; only its parent's wait is missing
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+        except (OSError, IndexError):
+            return False
+    return True
 def watch():
     while os.read(fd, 1):
         pass

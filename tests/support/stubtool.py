@@ -167,6 +167,13 @@ DEFAULTS: dict[str, list[dict[str, object]]] = {
 }
 
 
+def _publish(path: Path, text: str) -> None:
+    """Write a pid file whole (rename), so a test polling for it never reads it half-written."""
+    part = path.with_name(f".{path.name}.{os.getpid()}")
+    part.write_text(text)
+    part.replace(path)
+
+
 def _rules(tool: str, home: Path) -> list[dict[str, object]]:
     spec = home / f"{tool}.json"
     rules: list[dict[str, object]] = []
@@ -320,7 +327,7 @@ def main(tool: str) -> None:
         record["stdin"] = sys.stdin.read() if sys.stdin else None
     with (home / "calls.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
-    (home / f"{tool}.pid").write_text(str(os.getpid()))
+    _publish(home / f"{tool}.pid", str(os.getpid()))
     if rule.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if rule.get("grandchild"):
@@ -336,7 +343,7 @@ def main(tool: str) -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        (home / f"{tool}.grandchild").write_text(str(child.pid))
+        _publish(home / f"{tool}.grandchild", str(child.pid))
     for path, text in dict(rule.get("write") or {}).items():  # type: ignore[call-overload]
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(str(text), encoding="utf-8")
