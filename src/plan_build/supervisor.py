@@ -26,7 +26,7 @@ from collections.abc import Sequence
 # read from /proc/PID/environ or from `ps -E`. Only a descendant that both leaves the session
 # and clears its environment within one poll escapes (docs/portability.md).
 SUPERVISOR = r"""
-import ctypes, os, signal, subprocess, sys, threading, time
+import ctypes, os, signal, sys, threading, time
 fd = int(sys.argv[1]); grace = float(sys.argv[2]); argv = sys.argv[3:]
 try:
     reaper = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # CHILD_SUBREAPER
@@ -46,15 +46,18 @@ def table():
                 try:
                     with open(f"/proc/{name}/stat", "rb") as fh:
                         f = fh.read().rsplit(b")", 1)[1].split()
-                    try:
-                        with open(f"/proc/{name}/environ", "rb") as fh:
-                            marked = want in b"\0" + fh.read()
-                    except OSError:
-                        marked = False
+                    marked = False
+                    if not reaper:  # a subreaper finds orphans by parentage
+                        try:
+                            with open(f"/proc/{name}/environ", "rb") as fh:
+                                marked = want in b"\0" + fh.read()
+                        except OSError:
+                            pass
                     rows[int(name)] = (int(f[1]), int(f[2]), f[19].decode(), marked)
                 except (OSError, ValueError, IndexError):
                     continue
         return rows
+    import subprocess  # only here: its import is most of a supervised run's start-up
     out = ""
     for ps in ("ps", "/bin/ps", "/usr/bin/ps"):
         try:  # -E: the environment after the command (macOS); lstart is five words
@@ -157,9 +160,9 @@ if pid == 0:
         os.execvp(argv[0], argv)
     except OSError as exc:
         os.write(2, f"{argv[0]}: {exc}\n".encode()); os._exit(127)
-look()
 threading.Thread(target=watch, daemon=True).start()
 if not reaper:  # orphans go to init: keep a record of each descendant while it runs
+    look()
     threading.Thread(target=poll, daemon=True).start()
 for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
     signal.signal(sig, lambda s, f: (stop(), os._exit(128 + s)))
