@@ -48,4 +48,3 @@ def leases(root: Path, *, reap: bool = False) -> dict[str, list[int]]:
         finally:
             os.close(fd)
     return live
-
