@@ -161,24 +161,3 @@ def test_the_launcher_without_an_active_release_says_what_to_do(
         "  fix: activate one: plan-build release.activate SOURCE "
         "(in a checkout: inv release.build --activate)\n"
     )
-
-
-def test_a_launcher_installed_by_an_earlier_release_still_runs_the_current_one(
-    cli, tmp_path: Path, real_bundle, store: Store, root: Path, *, private_home: Path
-) -> None:
-    """Launchers are written once by `release.install`; later releases must still start
-    from one that imports `run_release` from its old home."""
-    real = activate(store, real_bundle.directory)
-    assert cli("release.install", cwd=tmp_path).code == 0
-    launcher = private_home / ".local" / "bin" / "plan-build"
-    text = launcher.read_text(encoding="utf-8")
-    lines = [line for line in text.splitlines() if "import run_release" in line]
-    assert len(lines) == 1
-    old = text.replace(lines[0], "from plan_build.release.binding import run_release  # noqa: E402")
-    launcher.write_text(old, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "PLAN_BUILD_RELEASE"}
-    run = subprocess.run(
-        [str(launcher), "release", "--json"], capture_output=True, text=True, env=env, check=False
-    )
-    assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["this_run"]["id"] == real

@@ -13,8 +13,9 @@ from pathlib import Path
 from plan_build import proc, redact, snapshot
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch import taskfile, telemetry
-from plan_build.dispatch.evidence import SCOPE_MARKER, Attempt, evidence_text, one_line, tail
+from plan_build.dispatch.evidence import evidence_text, one_line, tail
 from plan_build.dispatch.prompts import codex_argv
+from plan_build.dispatch.results import SCOPE_MARKER, Attempt
 from plan_build.dispatch.scope import Byproducts, Scope
 from plan_build.errors import PlanBuildError
 from plan_build.fsutil import atomic_write

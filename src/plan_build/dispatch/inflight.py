@@ -17,13 +17,8 @@ from plan_build.context import Session
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import memslot, prompts, report, taskfile, telemetry
 from plan_build.dispatch import recipe as recipes
-from plan_build.dispatch.evidence import (
-    Attempt,
-    DispatchResult,
-    Header,
-    evidence_text,
-    human_seconds,
-)
+from plan_build.dispatch.evidence import Header, evidence_text, human_seconds
+from plan_build.dispatch.results import Attempt, DispatchResult
 from plan_build.dispatch.scope import Byproducts
 from plan_build.dispatch.taskmodel import Task, TaskFile
 from plan_build.fsutil import atomic_write

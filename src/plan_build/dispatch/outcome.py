@@ -11,13 +11,13 @@ from plan_build import interrupts
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import report, taskfile, taskstate
 from plan_build.dispatch.evidence import (
-    DispatchResult,
     evidence_text,
     failed_block,
     final_block,
     interrupted_block,
 )
 from plan_build.dispatch.inflight import InFlight
+from plan_build.dispatch.results import DispatchResult
 from plan_build.dispatch.scope import Scope
 from plan_build.dispatch.taskmodel import BLOCKED, IN_PROGRESS, Task
 from plan_build.errors import PlanBuildError

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from plan_build.config import FILENAME, Config
 from plan_build.dispatch import taskfile, taskstate
-from plan_build.dispatch.evidence import REASONS
+from plan_build.dispatch.results import REASONS
 from plan_build.dispatch.scope import DEFAULT_BYPRODUCTS, Byproducts, byproduct_problem
 from plan_build.dispatch.taskmodel import BLOCKED, COMPLETE, IN_PROGRESS, Task, TaskFile
 from plan_build.errors import usage

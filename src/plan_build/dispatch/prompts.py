@@ -13,8 +13,9 @@ from typing import Any
 from plan_build import redact
 from plan_build.dispatch import memslot, taskfile
 from plan_build.dispatch import recipe as recipes
-from plan_build.dispatch.evidence import SCOPE_MARKER, Attempt, VerifyRun, tail
+from plan_build.dispatch.evidence import tail
 from plan_build.dispatch.memscope import project_identity
+from plan_build.dispatch.results import SCOPE_MARKER, Attempt, VerifyRun
 from plan_build.dispatch.taskmodel import (
     BLOCKED,
     COMPLETE,

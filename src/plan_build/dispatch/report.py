@@ -9,7 +9,8 @@ from typing import Any
 
 from plan_build import clock, proc
 from plan_build.dispatch import taskfile, telemetry
-from plan_build.dispatch.evidence import REASONS, Attempt, Header, human_seconds, next_step
+from plan_build.dispatch.evidence import Header, human_seconds, next_step
+from plan_build.dispatch.results import REASONS, Attempt
 from plan_build.dispatch.taskmodel import REVIEW, Task
 from plan_build.ui import Console
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from plan_build import interrupts, proc, snapshot
 from plan_build.context import Session
@@ -34,9 +33,10 @@ from plan_build.dispatch import (
     taskstate,
 )
 from plan_build.dispatch import recipe as recipes
-from plan_build.dispatch.evidence import Attempt, DispatchResult, VerifyRun, running_block
+from plan_build.dispatch.evidence import running_block
 from plan_build.dispatch.inflight import InFlight
 from plan_build.dispatch.lock import DispatchLock as Lock
+from plan_build.dispatch.results import Attempt, DispatchResult, VerifyRun
 from plan_build.dispatch.scope import Scope
 from plan_build.dispatch.taskmodel import BLOCKED, IN_PROGRESS, PENDING, REVIEW, Task, TaskFile
 from plan_build.dispatch.verification import verify
@@ -54,20 +54,26 @@ def repo_files(repo: Repo) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
-# ----------------------------------------------------------------------------- state
-
-
 # ----------------------------------------------------------------------------- the step
 
 
-@dataclass
-class Dispatcher(InFlight):
-    accept_recipe: bool = False
-    dry_run: bool = False
-    on_interrupt: Callable[[DispatchResult], None] | None = None
+class Dispatcher:
+    """Runs the loop; the state it shares with the endings in `outcome` is its `flight`."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
+    def __init__(
+        self,
+        session: Session,
+        task_id: str,
+        recipe: recipes.Recipe,
+        *,
+        accept_recipe: bool = False,
+        dry_run: bool = False,
+        on_interrupt: Callable[[DispatchResult], None] | None = None,
+    ) -> None:
+        self.flight = InFlight(session, task_id, recipe)
+        self.accept_recipe = accept_recipe
+        self.dry_run = dry_run
+        self.on_interrupt = on_interrupt
         self.lock: Lock | None = None
 
     def _started(self, pgid: int) -> None:
@@ -75,16 +81,18 @@ class Dispatcher(InFlight):
             self.lock.record_group(pgid)
 
     def _verify(self, task: Task) -> list[VerifyRun]:
+        d = self.flight
+
         def phase(text: str) -> None:
-            self.phase = f"verification ({text})"
+            d.phase = f"verification ({text})"
 
         return verify(
             task,
-            root=self.repo.root,
-            env=self.env,
-            limit=self.recipe.limits.verification_timeout_seconds,
-            console=self.console,
-            heartbeat=self.heartbeat,
+            root=d.repo.root,
+            env=d.env,
+            limit=d.recipe.limits.verification_timeout_seconds,
+            console=d.console,
+            heartbeat=d.heartbeat,
             on_start=self._started,
             on_command=phase,
         )
@@ -96,47 +104,66 @@ class Dispatcher(InFlight):
         before: codex.Before,
         ignored: snapshot.Ignored | None,
     ) -> None:
-        self.phase = f"attempt {a.number} (scope check)"
+        d = self.flight
+        d.phase = f"attempt {a.number} (scope check)"
         codex.check_tree(
-            self.repo, a, scope, before, ignored, byproducts=self.byproducts, guard=self.guard
+            d.repo,
+            a,
+            scope,
+            before,
+            ignored,
+            byproducts=d.byproducts,
+            guard=d.guard,
         )
-        report.say_attempt(self.console, a)
+        report.say_attempt(d.console, a)
 
     # -- the run --------------------------------------------------------------------
 
     def run(self) -> DispatchResult:
-        tf, task = preconditions.load(self.path, self.task_id)
-        preconditions.check(self.repo, tf, task)
-        if proc.which("codex", self.env) is None:
+        d = self.flight
+        tf, task = preconditions.load(d.path, d.task_id)
+        preconditions.check(d.repo, tf, task)
+        if proc.which("codex", d.env) is None:
             raise proc.CommandNotFound("codex")
-        self.mode = memscope.memory_mode(self.env)
-        self.codex_env = memscope.codex_env(self.repo.root, self.env, self.mode)
+        d.mode = memscope.memory_mode(d.env)
+        d.codex_env = memscope.codex_env(d.repo.root, d.env, d.mode)
         if not self.dry_run:
             recipes.check_pinned(
-                self.repo.state_dir, self.recipe, accept=self.accept_recipe, task_id=task.id
+                d.repo.state_dir,
+                d.recipe,
+                accept=self.accept_recipe,
+                task_id=task.id,
             )
-        if self.mode == "required":
-            self.slot = memscope.checkpoint(self.repo.root, self.env, self.session.home)
-            if self.slot.state == "unavailable":
-                self.console.say(
+        if d.mode == "required":
+            d.slot = memscope.checkpoint(d.repo.root, d.env, d.session.home)
+            if d.slot.state == "unavailable":
+                d.console.say(
                     f"plan-build: warning: the workflow_status checkpoint is unavailable "
-                    f"({self.slot.reason}); the prompt says so"
+                    f"({d.slot.reason}); the prompt says so"
                 )
-        context = self.context(tf, task)
-        prompt = self.render("codex/task.md.j2", context, refuse=True)
+        context = d.context(tf, task)
+        prompt = d.render("codex/task.md.j2", context, refuse=True)
         if self.dry_run:
-            out = self.run_dir / "attempt-1.last-message.md"
-            argv = prompts.codex_argv(self.recipe, recipes.IMPLEMENTER, out, "<prompt>")
-            report.write_dry_run(self.session.stdout.write, argv, prompt, task)
+            out = d.run_dir / "attempt-1.last-message.md"
+            argv = prompts.codex_argv(d.recipe, recipes.IMPLEMENTER, out, "<prompt>")
+            report.write_dry_run(d.session.stdout.write, argv, prompt, task)
             status = task.status or PENDING
             return DispatchResult(
-                task.id, self.dispatch_id, status, "dry_run", [], [], 0.0, self.described, True
+                task.id,
+                d.dispatch_id,
+                status,
+                "dry_run",
+                [],
+                [],
+                0.0,
+                d.described,
+                True,
             )
 
-        lock = Lock(self.repo.state_dir / "dispatch" / "lock", task.id)
+        lock = Lock(d.repo.state_dir / "dispatch" / "lock", task.id)
         stopped = lock.acquire()
         self.lock = lock
-        report.say_stopped(self.console, stopped)
+        report.say_stopped(d.console, stopped)
         try:
             with interrupts.stopping():
                 return self._loop(tf, task, prompt)
@@ -145,35 +172,36 @@ class Dispatcher(InFlight):
 
     def _begin(self, task: Task) -> tuple[Scope, str]:
         """Resume or start: the messages, Status In Progress, the saved running state."""
-        scope = Scope(task.scope, self.repo.names)
-        self.byproducts = preconditions.byproducts(self.session.config, self.repo.names)
-        self.resumed = taskstate.resumable(self.repo, task)
-        if self.resumed is not None:
+        d = self.flight
+        scope = Scope(task.scope, d.repo.names)
+        d.byproducts = preconditions.byproducts(d.session.config, d.repo.names)
+        d.resumed = taskstate.resumable(d.repo, task)
+        if d.resumed is not None:
             # the same dispatch goes on: its id, its baseline, its budget of Codex runs
-            self.dispatch_id = str(self.resumed.get("dispatch") or self.dispatch_id)
-            self.run_dir = self.repo.state_dir / "dispatch" / "runs" / self.dispatch_id
-            self.started_at = str(self.resumed.get("started") or self.started_at)
-            used = self.resumed.get("attempts")
-            self.used = used if isinstance(used, int) and used >= 0 else 0
+            d.dispatch_id = str(d.resumed.get("dispatch") or d.dispatch_id)
+            d.run_dir = d.repo.state_dir / "dispatch" / "runs" / d.dispatch_id
+            d.started_at = str(d.resumed.get("started") or d.started_at)
+            used = d.resumed.get("attempts")
+            d.used = used if isinstance(used, int) and used >= 0 else 0
         report.say_start(
-            self.console,
+            d.console,
             task,
-            self.header,
-            resumed=self.resumed is not None,
-            used=self.used,
-            max_attempts=self.max_attempts,
-            unmatched=scope.unmatched(repo_files(self.repo)),
+            d.header,
+            resumed=d.resumed is not None,
+            used=d.used,
+            max_attempts=d.max_attempts,
+            unmatched=scope.unmatched(repo_files(d.repo)),
         )
         # the baseline comes before the status changes: if the snapshot fails, nothing did
-        baseline = str(self.resumed["baseline_tree"]) if self.resumed else codex.tree(self.repo)
-        self.update(
+        baseline = str(d.resumed["baseline_tree"]) if d.resumed else codex.tree(d.repo)
+        d.update(
             IN_PROGRESS,
-            running_block(self.header, task.id, self.used + 1, recipes.IMPLEMENTER, os.getpid()),
+            running_block(d.header, task.id, d.used + 1, recipes.IMPLEMENTER, os.getpid()),
         )
-        if self.resumed is not None:
-            taskstate.save_running(self.repo, self.task_id, pid=os.getpid())
+        if d.resumed is not None:
+            taskstate.save_running(d.repo, d.task_id, pid=os.getpid())
         else:
-            taskstate.start_running(self.repo, task.id, self.dispatch_id, baseline, self.started_at)
+            taskstate.start_running(d.repo, task.id, d.dispatch_id, baseline, d.started_at)
         return scope, baseline
 
     def _loop(self, tf: TaskFile, task: Task, prompt: str) -> DispatchResult:
@@ -183,86 +211,89 @@ class Dispatcher(InFlight):
             status, reason = self._attempts(tf, task, scope, prompt)
         except PlanBuildError as exc:
             if isinstance(exc, proc.CommandCancelled):
-                outcome.interrupted(self, task, exc)
+                outcome.interrupted(self.flight, task, exc)
             else:  # a failed snapshot, an unwritable state dir: never leave it In Progress
-                outcome.failed(self, task, exc)
+                outcome.failed(self.flight, task, exc)
             raise
         except BaseException as exc:
-            outcome.interrupted(self, task, exc)
+            outcome.interrupted(self.flight, task, exc)
             if self.on_interrupt is not None and isinstance(exc, KeyboardInterrupt):
                 with contextlib.suppress(Exception):
-                    self.on_interrupt(self.result(IN_PROGRESS, "interrupted", []))
+                    self.on_interrupt(self.flight.result(IN_PROGRESS, "interrupted", []))
             raise
-        return outcome.finish(self, task, status, reason, baseline)
+        return outcome.finish(self.flight, task, status, reason, baseline)
 
     def _dead_attempt(self, task: Task, scope: Scope) -> tuple[str, str] | None:
         """A resumed dispatch first checks what happened since the dead run's last Codex run
         began (its changes, and anything a survivor wrote), against that run's snapshot."""
-        running = self.resumed or {}
+        d = self.flight
+        running = d.resumed or {}
         before = running.get("before")
-        if not (isinstance(before, list) and len(before) == 3) or self.used < 1:
+        if not (isinstance(before, list) and len(before) == 3) or d.used < 1:
             return None
         role = str(running.get("role") or recipes.IMPLEMENTER)
-        r = self.recipe.role(role)
-        dead = Attempt(self.used, role, r.model, r.reasoning)
+        r = d.recipe.role(role)
+        dead = Attempt(d.used, role, r.model, r.reasoning)
         dead.notes.append(
             f"the dispatch running this attempt stopped (pid {running.get('pid', '?')}); "
             "its changes were checked when the dispatch resumed"
         )
-        self.attempts.append(dead)
+        d.attempts.append(dead)
         ignored = snapshot.Ignored.from_json(running.get("ignored"))
         self._check_tree(dead, scope, (str(before[0]), before[1], str(before[2])), ignored)
         stop = "scope" if dead.outside else "git_state" if dead.git_moves else None
-        if stop is None and self.used >= self.max_attempts:
+        if stop is None and d.used >= d.max_attempts:
             dead.verification = self._verify(task)
             stop = "verified" if dead.verified else "corrections_exhausted"
         if stop is None:
             return None
-        self.end_attempt(task, dead, stop)
+        d.end_attempt(task, dead, stop)
         return (REVIEW if stop == "verified" else BLOCKED), stop
 
     def _run_attempt(
         self, task: Task, number: int, role: str, prompt: str
     ) -> tuple[Attempt, codex.Before, snapshot.Ignored]:
         """Snapshot the tree, save what a resume needs, run Codex."""
-        r = self.recipe.role(role)
+        d = self.flight
+        r = d.recipe.role(role)
         attempt = Attempt(number, role, r.model, r.reasoning)
-        self.attempts.append(attempt)
-        if number > self.used + 1:
-            self.update(None, running_block(self.header, task.id, number, role, os.getpid()))
-        self.before = before = codex.before(self.repo)
-        ignored = snapshot.ignored_files(self.repo)
+        d.attempts.append(attempt)
+        if number > d.used + 1:
+            d.update(None, running_block(d.header, task.id, number, role, os.getpid()))
+        d.before = before = codex.before(d.repo)
+        ignored = snapshot.ignored_files(d.repo)
         taskstate.save_running(
-            self.repo,
-            self.task_id,
+            d.repo,
+            d.task_id,
             attempts=number,
             role=role,
             before=list(before),
             ignored=taskstate.ignored_for_resume(ignored),
         )
-        self.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
-        self.phase = f"attempt {number} (codex)"
-        self.guard.arm()
+        d.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
+        d.phase = f"attempt {number} (codex)"
+        d.guard.arm()
         codex.run_codex(
             attempt,
             prompt,
-            recipe=self.recipe,
-            run_dir=self.run_dir,
-            root=self.repo.root,
-            codex_env=self.codex_env,
-            env=self.env,
-            home=self.session.home,
-            heartbeat=self.heartbeat(f"codex still working on {self.task_id}"),
+            recipe=d.recipe,
+            run_dir=d.run_dir,
+            root=d.repo.root,
+            codex_env=d.codex_env,
+            env=d.env,
+            home=d.session.home,
+            heartbeat=d.heartbeat(f"codex still working on {d.task_id}"),
             on_start=self._started,
         )
         return attempt, before, ignored
 
     def _attempts(self, tf: TaskFile, task: Task, scope: Scope, prompt: str) -> tuple[str, str]:
-        limits = self.recipe.limits
+        d = self.flight
+        limits = d.recipe.limits
         failures: list[VerifyRun] = []
-        number = self.used
+        number = d.used
         idle = 0  # attempts in a row that changed nothing
-        if self.resumed is not None:
+        if d.resumed is not None:
             ended = self._dead_attempt(task, scope)
             if ended is not None:
                 return ended
@@ -270,28 +301,28 @@ class Dispatcher(InFlight):
             number += 1
             role = recipes.CORRECTOR if failures else recipes.IMPLEMENTER
             if failures:
-                base = self.context(tf, task)
+                base = d.context(tf, task)
                 context = prompts.correction_context(
-                    base, self.attempts, number - 1, limits.max_corrections, failures
+                    base, d.attempts, number - 1, limits.max_corrections, failures
                 )
-                prompt = self.render("codex/correction.md.j2", context, refuse=False)
+                prompt = d.render("codex/correction.md.j2", context, refuse=False)
             attempt, before, ignored = self._run_attempt(task, number, role, prompt)
             self._check_tree(attempt, scope, before, ignored)
-            self.guard.disarm()
+            d.guard.disarm()
             stop = codex.classify(attempt)
             if stop is not None:
-                self.end_attempt(task, attempt, stop)
+                d.end_attempt(task, attempt, stop)
                 return BLOCKED, stop
             attempt.verification = self._verify(task)
             if attempt.verified:
-                self.end_attempt(task, attempt, "verified")
+                d.end_attempt(task, attempt, "verified")
                 return REVIEW, "verified"
             attempt.outcome = "verification_failed"
-            said = codex.no_change(attempt, self.env)
+            said = codex.no_change(attempt, d.env)
             if said is not None:
-                self.console.say(f"    {said}")
+                d.console.say(f"    {said}")
             idle = idle + 1 if said is not None else 0
-            self.log(report.attempt_record(self.header, task, attempt))
+            d.log(report.attempt_record(d.header, task, attempt))
             failures = [v for v in attempt.verification if not v.passed]
             corrections_used = number - 1
             # a correction only when a verification can still follow it (it always does here:

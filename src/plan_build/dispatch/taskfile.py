@@ -17,26 +17,24 @@ newline) is left exactly as it was: edits are splices into the original text, ne
 re-serialisation.
 
 Reading and splicing live here (a splice re-parses to find its offsets); the model is in
-`taskmodel`, the rules a plan must satisfy in `tasklint`, the line scanning in `markdown`.
+`taskmodel`, the section bodies (scope, commands, evidence blocks) in `tasksections`, the rules
+a plan must satisfy in `tasklint`, the line scanning in `markdown`.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Iterator
 from pathlib import Path
 
 from plan_build.dispatch import markdown as md
 from plan_build.dispatch import tasklint
+from plan_build.dispatch import tasksections as sections
 from plan_build.dispatch.taskmodel import (
     COMPLETE,
     FILENAME,
     SECTIONS,
     STATUSES,
     TASK_ID,
-    Block,
-    Command,
     Problem,
     Section,
     Task,
@@ -59,15 +57,12 @@ FIELD_KEYS = {
     "deps": "dependencies",
 }
 NONE_WORDS = {"", "none", "-", "—", "–", "n/a", "na", "nothing", "no"}
-SHELL_TOKENS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "<<", "2>", "2>&1", "&>", "|&"}
 _TASK_HEADING = re.compile(r"^\[?(TASK-\d+)\]?(?=$|[\s:.\-–—)])[\s:.\-–—)]*(.*)$")
 _LOOSE_TASK = re.compile(r"^\[?task[\s_-]*\d+", re.IGNORECASE)
 _FIELD = re.compile(
     r"^[ \t]{0,3}(?:[-*+][ \t]+)?(?:\*\*|__)?(?P<key>[A-Za-z][A-Za-z ]{0,30}?)"
     r"(?:(?:\*\*|__)[ \t]*:|[ \t]*:(?:\*\*|__)?)[ \t]*(?P<value>.*?)[ \t]*$"
 )
-_MARKER = re.compile(r"^<!-- plan-build:dispatch (?P<id>[A-Za-z0-9._:-]+) (?P<edge>begin|end) -->")
-_OUTCOME = re.compile(r"^Outcome: (?P<outcome>[A-Za-z][A-Za-z ]*?)\s*(?:[·(].*)?$")
 
 
 # ----------------------------------------------------------------------------- reading
@@ -191,10 +186,11 @@ def _fill(
 
     _fields(task, lines, preamble_end, problems)
     if "scope" in task.sections:
-        task.scope, task.scope_lines = _scope_entries(task.sections["scope"], lines)
+        task.scope, task.scope_lines = sections.scope_entries(task.sections["scope"], lines)
     if "verification" in task.sections:
-        task.commands = tuple(_commands(task, task.sections["verification"], lines, problems))
-    task.blocks = tuple(_blocks(task, lines, problems))
+        verification = task.sections["verification"]
+        task.commands = tuple(sections.commands(task, verification, lines, problems))
+    task.blocks = tuple(sections.blocks(task, lines, problems))
 
 
 def _fields(task: Task, lines: list[md.Line], preamble_end: int, problems: list[Problem]) -> None:
@@ -228,128 +224,6 @@ def _fields(task: Task, lines: list[md.Line], preamble_end: int, problems: list[
                     task.id,
                 )
             )
-
-
-def _section_lines(section: Section, lines: list[md.Line]) -> Iterator[md.Line]:
-    return (ln for ln in lines if section.body_start <= ln.start < section.end)
-
-
-def _scope_entries(
-    section: Section, lines: list[md.Line]
-) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    patterns: list[str] = []
-    where: list[int] = []
-    for ln in _section_lines(section, lines):
-        if ln.fenced:
-            if md.FENCE.match(ln.content):
-                continue
-            candidate = ln.content.strip()
-        else:
-            m = md.BULLET.match(ln.content)
-            if not m:
-                continue
-            item = m.group("item")
-            candidate = md.first_backticks(item) or (item.split()[0] if item.split() else "")
-        if candidate and not candidate.startswith("#"):
-            patterns.append(candidate)
-            where.append(ln.no)
-    return tuple(patterns), tuple(where)
-
-
-def _commands(
-    task: Task, section: Section, lines: list[md.Line], problems: list[Problem]
-) -> Iterator[Command]:
-    body = list(_section_lines(section, lines))
-    fenced = any(ln.fenced for ln in body)
-    pending: list[str] = []
-    first_line = 0
-    for ln in body:
-        if fenced:
-            if not ln.fenced or md.FENCE.match(ln.content):
-                continue
-            text = ln.content.strip()
-        else:
-            m = md.BULLET.match(ln.content)
-            code = md.first_backticks(m.group("item")) if m else None
-            if code is None:
-                continue
-            text = code
-        if not pending:
-            if not text or text.startswith("#"):
-                continue
-            first_line = ln.no
-            if text.startswith("$ "):
-                text = text[2:].strip()
-        if text.endswith("\\"):
-            pending.append(text[:-1].rstrip())
-            continue
-        pending.append(text)
-        joined = " ".join(pending)
-        pending = []
-        cmd = _command(task, joined, first_line, problems)
-        if cmd is not None:
-            yield cmd
-    if pending:
-        problems.append(
-            Problem(first_line, "verification command ends with a dangling \\", task.id)
-        )
-
-
-def _command(task: Task, text: str, line: int, problems: list[Problem]) -> Command | None:
-    try:
-        argv = shlex.split(text, comments=False, posix=True)
-    except ValueError as exc:
-        problems.append(
-            Problem(line, f"cannot split verification command {text!r}: {exc}", task.id)
-        )
-        return None
-    if not argv:
-        return None
-    shell = next((t for t in argv if t in SHELL_TOKENS), None)
-    if shell is None and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]):
-        shell = argv[0]
-    if shell is None and ("$(" in text or re.search(r"(?<!\\)`", text)):
-        shell = "$(...)"
-    if shell is not None:
-        problems.append(
-            Problem(
-                line,
-                f"verification command {text!r} uses shell syntax ({shell}); commands run "
-                "without a shell: split it into separate lines, use `env NAME=value cmd`, or "
-                "write `sh -c '...'` explicitly",
-                task.id,
-            )
-        )
-        return None
-    return Command(tuple(argv), text, line)
-
-
-def _blocks(task: Task, lines: list[md.Line], problems: list[Problem]) -> Iterator[Block]:
-    open_: tuple[str, md.Line] | None = None
-    outcome: str | None = None
-    for ln in lines:
-        if not (task.start <= ln.start < task.end) or ln.fenced:
-            continue
-        m = _MARKER.match(ln.content)
-        if m is None:
-            o = _OUTCOME.match(ln.content) if open_ else None
-            if o:
-                outcome = o.group("outcome")
-            continue
-        if m.group("edge") == "begin":
-            if open_:
-                problems.append(
-                    Problem(open_[1].no, f"evidence block {open_[0]} has no end marker", task.id)
-                )
-            open_ = (m.group("id"), ln)
-            outcome = None
-        elif open_ and open_[0] == m.group("id"):
-            yield Block(open_[0], open_[1].no, open_[1].start, ln.end, outcome)
-            open_ = None
-    if open_:
-        problems.append(
-            Problem(open_[1].no, f"evidence block {open_[0]} has no end marker", task.id)
-        )
 
 
 # ----------------------------------------------------------------------------- writing

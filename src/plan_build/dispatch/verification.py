@@ -8,7 +8,8 @@ from pathlib import Path
 
 from plan_build.checkrun import CheckRun, run_check
 from plan_build.dispatch.attempt import HEARTBEAT_EVERY
-from plan_build.dispatch.evidence import VerifyRun, human_seconds
+from plan_build.dispatch.evidence import human_seconds
+from plan_build.dispatch.results import VerifyRun
 from plan_build.dispatch.taskmodel import Command, Task
 from plan_build.ui import Console
 

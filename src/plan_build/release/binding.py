@@ -2,8 +2,8 @@
 
 The lease itself (and which release this run comes from) lives in the core leaf
 `plan_build.runrelease`, because `resources` and `context` need it before any feature loads;
-this module adds what only the release commands need: listing and reaping leases for `gc`,
-and the `run_release` name the launchers of earlier releases import (docs/adr/0110).
+this module adds what only the release commands need: listing and reaping leases for `gc`.
+Launchers and zipapps start a release through the entry module's `run_release` (ADR 0160).
 """
 
 from __future__ import annotations
@@ -48,12 +48,3 @@ def leases(root: Path, *, reap: bool = False) -> dict[str, list[int]]:
         finally:
             os.close(fd)
     return live
-
-
-def run_release(pyz: str, bind_lock: int | None = None) -> None:
-    """Kept for launchers that earlier releases' `release.install` wrote: they import this
-    name from here. It runs the entry module's `run_release`, looked up by name so that this
-    feature package never imports the entry layer (docs/adr/0110)."""
-    import importlib
-
-    importlib.import_module("plan_build.main").run_release(pyz, bind_lock)
