@@ -562,3 +562,105 @@ def test_an_output_tail_drops_codex_backtraces_and_path_warnings() -> None:
         "Error: failed to resolve local marketplace source path: No such file or directory",
     )
     assert setupstep.tail("\n".join(str(i) for i in range(9))) == ("4", "5", "6", "7", "8")
+
+
+# --- the install commands preflight prints are the ones setup runs (issue 24 item 4) ---------
+
+NPM_PREFIX_ONLY = 'if [ "$1" = prefix ]; then echo "{prefix}"; exit 0; fi\nexit 1\n'
+
+
+@pytest.mark.parametrize("tool", ["claude", "codex", "coderabbit"])
+def test_preflight_shows_the_install_command_setup_runs_for_every_tool(
+    cli: Any, ready: Path, stubs: Stubs, tmp_path: Path, tool: str
+) -> None:
+    stubs.remove(tool)
+    npm = NPM_PREFIX_ONLY.format(prefix=tmp_path / "npm-prefix")
+    env = {"PATH": f"{stubs.bin}{os.pathsep}{bin_with(tmp_path, npm=npm)}", "NO_COLOR": "1"}
+    rows = json.loads(cli("preflight", "--json", cwd=ready, env=env).stdout)["checks"]
+    [row] = [c for c in rows if c["id"] == f"tool.{tool}"]
+    plan = json.loads(cli("setup", "--dry-run", "--json", cwd=ready, env=env).stdout)["plan"]
+    [step] = [s for s in plan if s["check"] == f"tool.{tool}"]
+    assert row["remediation"] == step["command"]
+    assert step["runs"] is (tool != "coderabbit")  # CodeRabbit's installer is only shown
+    if tool in sources.NPM_PACKAGES:
+        package, version = sources.NPM_PACKAGES[tool]
+        assert row["remediation"] == f"npm install -g {package}@{version}"
+    human = cli("preflight", cwd=ready, env=env).stderr.splitlines()
+    assert f"{' ' * 25}-> {step['command']}" in human
+
+
+# --- a newcomer is told about setup (issue 24 item 9) -----------------------------------------
+
+
+@pytest.fixture
+def newcomer(ready: Path, stubs: Stubs, tmp_path: Path) -> dict[str, str]:
+    """A fresh machine: no claude, codex or coderabbit, nothing listening for AgentMemory, but
+    npm and npx on PATH (so setup can install the tools and start the server)."""
+    for tool in ("claude", "codex", "coderabbit"):
+        stubs.remove(tool)
+    npm = NPM_PREFIX_ONLY.format(prefix=tmp_path / "npm-prefix")
+    where = bin_with(tmp_path, npm=npm, npx="exit 1\n")
+    return {
+        "PATH": f"{stubs.bin}{os.pathsep}{where}",
+        "AGENTMEMORY_URL": f"http://127.0.0.1:{free_port()}",
+        "NO_COLOR": "1",
+    }
+
+
+SETUP_FIXES = (
+    "tool.claude, tool.codex, claude.plugin.mattpocock-skills, claude.plugin.agentmemory, "
+    "codex.plugin.agentmemory, memory.server"
+)
+
+
+def fix_line(stderr: str) -> str:
+    return [line for line in stderr.splitlines() if line.startswith("  fix: ")][-1]
+
+
+def test_on_a_fresh_machine_preflight_names_setup_first_then_the_manual_fix(
+    cli: Any, ready: Path, newcomer: dict[str, str]
+) -> None:
+    r = cli("preflight", cwd=ready, env=newcomer)
+    assert r.code == 3
+    assert fix_line(r.stderr) == (
+        f"  fix: run plan-build setup first (it fixes {SETUP_FIXES} with your consent); "
+        "for tool.coderabbit: apply the fixes shown above (→)"
+    )
+    architect = cli("preflight", "--mode", "architect", cwd=ready, env=newcomer)
+    assert "fix: run plan-build setup --mode architect first" in architect.stderr
+
+
+def test_on_a_fresh_machine_plan_dry_run_says_run_setup_in_would_not_launch(
+    cli: Any, ready: Path, newcomer: dict[str, str]
+) -> None:
+    r = cli("plan", "--dry-run", cwd=ready, env=newcomer, input="fix the pager\nEOF\n")
+    assert r.code == 3
+    failed = (
+        "tool.claude, tool.codex, tool.coderabbit, claude.plugin.mattpocock-skills, "
+        "claude.plugin.agentmemory, codex.plugin.agentmemory, memory.server"
+    )
+    assert r.stdout.rstrip().splitlines()[-1] == (
+        f"would not launch: preflight failed: {failed}"
+        f" (run plan-build setup first: it fixes {SETUP_FIXES}; then the fixes shown above)"
+    )
+
+
+def test_the_checks_named_for_setup_are_exactly_the_ones_its_plan_runs(
+    cli: Any, ready: Path, newcomer: dict[str, str]
+) -> None:
+    plan = json.loads(cli("setup", "--dry-run", "--json", cwd=ready, env=newcomer).stdout)["plan"]
+    assert ", ".join(dict.fromkeys(s["check"] for s in plan if s["runs"])) == SETUP_FIXES
+    assert [s["check"] for s in plan if not s["runs"]] == ["tool.coderabbit"]
+
+
+def test_when_setup_can_fix_none_of_it_the_fix_line_stays_manual(
+    cli: Any, ready: Path, stubs: Stubs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_SAFE_MODE", "1")
+    r = cli("preflight", cwd=ready, env={"NO_COLOR": "1"})
+    assert r.code == 3
+    assert fix_line(r.stderr) == "  fix: apply the fixes shown above (→)"
+    dry = cli("plan", "--dry-run", cwd=ready, input="x\nEOF\n")
+    assert dry.stdout.rstrip().splitlines()[-1] == (
+        "would not launch: preflight failed: claude.safe_mode"
+    )

@@ -56,26 +56,27 @@ def tool_steps(p: Planner) -> dict[str, str]:
         if check is None:
             continue
         spec = sources.npm_spec(name, latest=p.opts.latest)
+        shown = sources.npm_install(name, latest=p.opts.latest)
         if proc.which(name, p.env) is not None:  # there, but broken: not mechanical
-            p.manual(check.id, check.detail, check.remediation or f"npm install -g {spec}")
+            p.manual(check.id, check.detail, check.remediation or proc.quote(shown))
             continue
         if npm is None:
             p.manual(
                 check.id,
                 f"install {name}: npm is not on PATH",
                 f"install Node.js with npm (https://nodejs.org, or your package manager), "
-                f"then: npm install -g {spec}",
+                f"then: {proc.quote(shown)}",
             )
             continue
         if not prefix:
             prefix.append(npm_prefix(p, npm))
-        argv = [npm, "install", "-g", spec]
+        argv = [npm, *shown[1:]]
         planned[name] = p.add(
             Step(
                 id=f"tool.{name}",
                 check=check.id,
                 title=f"install {name} ({spec}) with npm",
-                command=proc.quote(["npm", "install", "-g", spec]),
+                command=proc.quote(shown),
                 changes=(f"npm's global packages under {p.short(prefix[0])}",),
                 remedy=(
                     "read npm's error above; if the global directory needs root, point npm at a "
@@ -91,7 +92,7 @@ def tool_steps(p: Planner) -> dict[str, str]:
         p.manual(
             check.id,
             "install CodeRabbit yourself (plan-build never pipes a download into a shell)",
-            sources.CODERABBIT_INSTALL + "   # or: brew install coderabbit",
+            sources.CODERABBIT_HINT,
         )
     return planned
 
