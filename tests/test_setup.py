@@ -44,6 +44,29 @@ def plugin_calls(stubs: Stubs) -> list[str]:
     ]
 
 
+@pytest.fixture(autouse=True)
+def installed_release(request: pytest.FixtureRequest) -> None:
+    """Most tests here are about other steps: their machine already has an active release with
+    its skills and launcher installed. The release step's own tests ask for `no_release`."""
+    if "no_release" in request.fixturenames:
+        return
+    from plan_build.release import install, root_dir
+
+    root = root_dir(os.environ)
+    release = root / "releases" / "0123456789abcdef"
+    release.mkdir(parents=True)
+    for name in ("SKILL.md", "ARCHITECT.md"):
+        (release / name).write_text("---\nname: x\ndescription: y\n---\n")
+    (root / "current").symlink_to("releases/0123456789abcdef")
+    home = Path(os.environ["HOME"])
+    install.install(root, home, home / ".local" / "bin", force=False, path_env="")
+
+
+@pytest.fixture
+def no_release() -> None:
+    """No release is active on this machine (see installed_release)."""
+
+
 @pytest.fixture
 def fresh(ready: Path, stubs: Stubs) -> Path:
     """Everything ready except that neither CLI has any plugin or marketplace yet."""
@@ -469,7 +492,7 @@ def test_a_missing_identity_is_proposed_and_written_for_you_to_commit(
 
 
 def test_skills_and_launcher_are_installed_when_a_release_is_active(
-    cli: Any, ready: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Any, ready: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_release: None
 ) -> None:
     root = tmp_path / "pb-home"
     release = root / "releases" / "0123456789abcdef"
@@ -664,3 +687,137 @@ def test_when_setup_can_fix_none_of_it_the_fix_line_stays_manual(
     assert dry.stdout.rstrip().splitlines()[-1] == (
         "would not launch: preflight failed: claude.safe_mode"
     )
+
+
+# --- a fresh machine ends with the skills installed (issue 24 item 1) -------------------------
+
+
+def skill_link(name: str = "plan-build") -> Path:
+    return Path(os.environ["HOME"]) / ".claude" / "skills" / name / "SKILL.md"
+
+
+def test_with_no_release_setup_makes_this_plan_build_active_and_installs_it_once(
+    cli: Any, ready: Path, no_release: None
+) -> None:
+    from plan_build.release import root_dir
+
+    root = root_dir(os.environ)
+    r = cli("setup", "--yes", "--json", cwd=ready, env={"NO_COLOR": "1"}, timeout=300)
+    assert r.code == 0, r.stderr
+    data = json.loads(r.stdout)
+    [step] = data["plan"]
+    assert step["id"] == "release"
+    assert step["command"] == (
+        f"plan-build release.build --checkout {ROOT} --activate && plan-build release.install"
+    )
+    assert step["changes"][1:] == [
+        "~/.claude/skills/plan-build/SKILL.md",
+        "~/.claude/skills/plan-build-architect/SKILL.md",
+        "~/.local/bin/plan-build",
+    ]
+    assert [o["status"] for o in data["outcomes"]] == ["ok"]
+    # the active release is a validated one, switched to as release.activate does
+    active = root / "releases" / os.readlink(root / "current").split("/")[-1]
+    assert (active / "plan-build.pyz").is_file()
+    assert (active / "MANIFEST.sha256").is_file()
+    log = [json.loads(line) for line in (root / "activations.log").read_text().splitlines()]
+    assert [entry["id"] for entry in log] == [active.name]
+    # Claude's skills folder holds both skills, through `current`, with the package's text
+    for name, skill in (("plan-build", "SKILL.md"), ("plan-build-architect", "ARCHITECT.md")):
+        assert os.readlink(skill_link(name)) == str(root / "current" / skill)
+        assert skill_link(name).read_bytes() == (ROOT / "skills" / skill).read_bytes()
+    launcher = Path(os.environ["HOME"]) / ".local" / "bin" / "plan-build"
+    unbound = {k: v for k, v in os.environ.items() if k != "PLAN_BUILD_RELEASE"}
+    ran = subprocess.run(
+        [launcher, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=unbound,
+        check=False,
+    )
+    assert ran.stdout.strip() == "plan-build 0.1.0", ran.stderr
+    status = cli("release", "--json", cwd=ready)
+    assert json.loads(status.stdout)["current"]["id"] == active.name
+
+    again = cli("setup", "--yes", "--json", cwd=ready)
+    assert again.code == 0, again.stderr
+    assert json.loads(again.stdout)["plan"] == []
+    assert "setup: nothing to do" in again.stderr
+    assert len((root / "activations.log").read_text().splitlines()) == 1
+
+
+def test_the_release_step_is_asked_and_a_no_changes_nothing(ready: Path, no_release: None) -> None:
+    from plan_build.release import root_dir
+
+    session, _, err = make_session(ready, answers=["n"])
+    setup_mod.run(session, setup_mod.Options())  # every check passes: declining is allowed
+    assert session.ui.asked == [
+        "1. build a release of plan-build 0.1.0 from its checkout and activate it, then link "
+        "its skills into Claude's skills folder and install the launcher?"
+    ]
+    assert "skip declined: you said no" in err.getvalue()
+    assert not root_dir(session.env).exists()
+    assert not skill_link().is_symlink()
+
+
+def test_dry_run_shows_the_release_step_and_writes_nothing(
+    cli: Any, ready: Path, no_release: None
+) -> None:
+    from plan_build.release import root_dir
+
+    r = cli("setup", "--dry-run", cwd=ready, env={"NO_COLOR": "1"})
+    assert r.code == 0, r.stderr
+    assert "setup plan: 1 step(s) to run, 0 for you" in r.stderr
+    assert f"runs     plan-build release.build --checkout {ROOT} --activate" in r.stderr
+    assert not root_dir(os.environ).exists()
+
+
+def test_a_copied_install_in_place_of_current_is_yours_to_move(
+    cli: Any, ready: Path, no_release: None
+) -> None:
+    from plan_build.release import root_dir
+
+    current = root_dir(os.environ) / "current"
+    current.mkdir(parents=True)
+    (current / "SKILL.md").write_text("copied\n")
+    r = cli("setup", "--dry-run", "--json", cwd=ready)
+    [item] = json.loads(r.stdout)["plan"]
+    assert item["runs"] is False
+    assert (
+        item["title"]
+        == "~/.local/share/plan-build/current is not a symbolic link (a copied install?)"
+    )
+    assert item["command"] == f"mv {current} {current}.old, then rerun plan-build setup"
+
+
+def test_an_installed_wheel_is_built_from_its_package_and_activated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_release: None
+) -> None:
+    import io
+    import shutil
+    import zipfile
+
+    from plan_build import resources
+    from plan_build.release import actions
+    from plan_build.ui import Console
+    from tests.support.releases import make_checkout
+
+    # a wheel's layout: the package, with the skills and templates under _data/
+    checkout = make_checkout(tmp_path / "checkout", marker="wheel")
+    package = tmp_path / "site-packages" / "plan_build"
+    shutil.copytree(checkout / "src" / "plan_build", package)
+    shutil.copytree(checkout / "skills", package / "_data" / "skills")
+    shutil.copytree(checkout / "templates", package / "_data" / "templates")
+    monkeypatch.setattr(resources, "PACKAGE_DIR", package)
+    assert actions.running_source() == ("wheel", package)
+
+    root = tmp_path / "releases-root"
+    act = actions.activate_running(root, Console(stream=io.StringIO()))
+    active = root / "current"
+    assert os.readlink(active) == f"releases/{act.id}"
+    assert (active / "SKILL.md").read_bytes() == (package / "_data/skills/SKILL.md").read_bytes()
+    assert (active / "templates/launch/standard.md.j2").is_file()
+    names = zipfile.ZipFile(active / "plan-build.pyz").namelist()
+    assert "plan_build/__init__.py" in names
+    assert not [n for n in names if n.startswith("plan_build/_data")]
