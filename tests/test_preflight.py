@@ -99,7 +99,7 @@ def test_the_tools_are_one_row_and_each_missing_tool_has_its_own_fail_row(
     ]
     assert "  FAIL codex             codex is not on PATH" in lines
     assert "  FAIL coderabbit        coderabbit is not on PATH" in lines
-    assert "                         -> npm install -g @openai/codex" in lines
+    assert "                         -> npm install -g @openai/codex@0.171.0" in lines
     data = json.loads(cli("preflight", "--json", cwd=ready).stdout)  # the JSON keeps every id
     tools = {c["id"]: c["status"] for c in data["checks"] if c["id"].startswith("tool.")}
     assert tools == {

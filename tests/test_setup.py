@@ -44,6 +44,29 @@ def plugin_calls(stubs: Stubs) -> list[str]:
     ]
 
 
+@pytest.fixture(autouse=True)
+def installed_release(request: pytest.FixtureRequest) -> None:
+    """Most tests here are about other steps: their machine already has an active release with
+    its skills and launcher installed. The release step's own tests ask for `no_release`."""
+    if "no_release" in request.fixturenames:
+        return
+    from plan_build.release import install, root_dir
+
+    root = root_dir(os.environ)
+    release = root / "releases" / "0123456789abcdef"
+    release.mkdir(parents=True)
+    for name in ("SKILL.md", "ARCHITECT.md"):
+        (release / name).write_text("---\nname: x\ndescription: y\n---\n")
+    (root / "current").symlink_to("releases/0123456789abcdef")
+    home = Path(os.environ["HOME"])
+    install.install(root, home, home / ".local" / "bin", force=False, path_env="")
+
+
+@pytest.fixture
+def no_release() -> None:
+    """No release is active on this machine (see installed_release)."""
+
+
 @pytest.fixture
 def fresh(ready: Path, stubs: Stubs) -> Path:
     """Everything ready except that neither CLI has any plugin or marketplace yet."""
@@ -469,7 +492,7 @@ def test_a_missing_identity_is_proposed_and_written_for_you_to_commit(
 
 
 def test_skills_and_launcher_are_installed_when_a_release_is_active(
-    cli: Any, ready: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Any, ready: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_release: None
 ) -> None:
     root = tmp_path / "pb-home"
     release = root / "releases" / "0123456789abcdef"
@@ -562,3 +585,239 @@ def test_an_output_tail_drops_codex_backtraces_and_path_warnings() -> None:
         "Error: failed to resolve local marketplace source path: No such file or directory",
     )
     assert setupstep.tail("\n".join(str(i) for i in range(9))) == ("4", "5", "6", "7", "8")
+
+
+# --- the install commands preflight prints are the ones setup runs (issue 24 item 4) ---------
+
+NPM_PREFIX_ONLY = 'if [ "$1" = prefix ]; then echo "{prefix}"; exit 0; fi\nexit 1\n'
+
+
+@pytest.mark.parametrize("tool", ["claude", "codex", "coderabbit"])
+def test_preflight_shows_the_install_command_setup_runs_for_every_tool(
+    cli: Any, ready: Path, stubs: Stubs, tmp_path: Path, tool: str
+) -> None:
+    stubs.remove(tool)
+    npm = NPM_PREFIX_ONLY.format(prefix=tmp_path / "npm-prefix")
+    env = {"PATH": f"{stubs.bin}{os.pathsep}{bin_with(tmp_path, npm=npm)}", "NO_COLOR": "1"}
+    rows = json.loads(cli("preflight", "--json", cwd=ready, env=env).stdout)["checks"]
+    [row] = [c for c in rows if c["id"] == f"tool.{tool}"]
+    plan = json.loads(cli("setup", "--dry-run", "--json", cwd=ready, env=env).stdout)["plan"]
+    [step] = [s for s in plan if s["check"] == f"tool.{tool}"]
+    assert row["remediation"] == step["command"]
+    assert step["runs"] is (tool != "coderabbit")  # CodeRabbit's installer is only shown
+    if tool in sources.NPM_PACKAGES:
+        package, version = sources.NPM_PACKAGES[tool]
+        assert row["remediation"] == f"npm install -g {package}@{version}"
+    human = cli("preflight", cwd=ready, env=env).stderr.splitlines()
+    assert f"{' ' * 25}-> {step['command']}" in human
+
+
+# --- a newcomer is told about setup (issue 24 item 9) -----------------------------------------
+
+
+@pytest.fixture
+def newcomer(ready: Path, stubs: Stubs, tmp_path: Path) -> dict[str, str]:
+    """A fresh machine: no claude, codex or coderabbit, nothing listening for AgentMemory, but
+    npm and npx on PATH (so setup can install the tools and start the server)."""
+    for tool in ("claude", "codex", "coderabbit"):
+        stubs.remove(tool)
+    npm = NPM_PREFIX_ONLY.format(prefix=tmp_path / "npm-prefix")
+    where = bin_with(tmp_path, npm=npm, npx="exit 1\n")
+    return {
+        "PATH": f"{stubs.bin}{os.pathsep}{where}",
+        "AGENTMEMORY_URL": f"http://127.0.0.1:{free_port()}",
+        "NO_COLOR": "1",
+    }
+
+
+SETUP_FIXES = (
+    "tool.claude, tool.codex, claude.plugin.mattpocock-skills, claude.plugin.agentmemory, "
+    "codex.plugin.agentmemory, memory.server"
+)
+
+
+def fix_line(stderr: str) -> str:
+    return [line for line in stderr.splitlines() if line.startswith("  fix: ")][-1]
+
+
+def test_on_a_fresh_machine_preflight_names_setup_first_then_the_manual_fix(
+    cli: Any, ready: Path, newcomer: dict[str, str]
+) -> None:
+    r = cli("preflight", cwd=ready, env=newcomer)
+    assert r.code == 3
+    assert fix_line(r.stderr) == (
+        f"  fix: run plan-build setup first (it fixes {SETUP_FIXES} with your consent); "
+        "for tool.coderabbit: apply the fixes shown above (→)"
+    )
+    architect = cli("preflight", "--mode", "architect", cwd=ready, env=newcomer)
+    assert "fix: run plan-build setup --mode architect first" in architect.stderr
+
+
+def test_on_a_fresh_machine_plan_dry_run_says_run_setup_in_would_not_launch(
+    cli: Any, ready: Path, newcomer: dict[str, str]
+) -> None:
+    r = cli("plan", "--dry-run", cwd=ready, env=newcomer, input="fix the pager\nEOF\n")
+    assert r.code == 3
+    failed = (
+        "tool.claude, tool.codex, tool.coderabbit, claude.plugin.mattpocock-skills, "
+        "claude.plugin.agentmemory, codex.plugin.agentmemory, memory.server"
+    )
+    assert r.stdout.rstrip().splitlines()[-1] == (
+        f"would not launch: preflight failed: {failed}"
+        f" (run plan-build setup first: it fixes {SETUP_FIXES}; then the fixes shown above)"
+    )
+
+
+def test_the_checks_named_for_setup_are_exactly_the_ones_its_plan_runs(
+    cli: Any, ready: Path, newcomer: dict[str, str]
+) -> None:
+    plan = json.loads(cli("setup", "--dry-run", "--json", cwd=ready, env=newcomer).stdout)["plan"]
+    assert ", ".join(dict.fromkeys(s["check"] for s in plan if s["runs"])) == SETUP_FIXES
+    assert [s["check"] for s in plan if not s["runs"]] == ["tool.coderabbit"]
+
+
+def test_when_setup_can_fix_none_of_it_the_fix_line_stays_manual(
+    cli: Any, ready: Path, stubs: Stubs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_SAFE_MODE", "1")
+    r = cli("preflight", cwd=ready, env={"NO_COLOR": "1"})
+    assert r.code == 3
+    assert fix_line(r.stderr) == "  fix: apply the fixes shown above (→)"
+    dry = cli("plan", "--dry-run", cwd=ready, input="x\nEOF\n")
+    assert dry.stdout.rstrip().splitlines()[-1] == (
+        "would not launch: preflight failed: claude.safe_mode"
+    )
+
+
+# --- a fresh machine ends with the skills installed (issue 24 item 1) -------------------------
+
+
+def skill_link(name: str = "plan-build") -> Path:
+    return Path(os.environ["HOME"]) / ".claude" / "skills" / name / "SKILL.md"
+
+
+def test_with_no_release_setup_makes_this_plan_build_active_and_installs_it_once(
+    cli: Any, ready: Path, no_release: None
+) -> None:
+    from plan_build.release import root_dir
+
+    root = root_dir(os.environ)
+    r = cli("setup", "--yes", "--json", cwd=ready, env={"NO_COLOR": "1"}, timeout=300)
+    assert r.code == 0, r.stderr
+    data = json.loads(r.stdout)
+    [step] = data["plan"]
+    assert step["id"] == "release"
+    assert step["command"] == (
+        f"plan-build release.build --checkout {ROOT} --activate && plan-build release.install"
+    )
+    assert step["changes"][1:] == [
+        "~/.claude/skills/plan-build/SKILL.md",
+        "~/.claude/skills/plan-build-architect/SKILL.md",
+        "~/.local/bin/plan-build",
+    ]
+    assert [o["status"] for o in data["outcomes"]] == ["ok"]
+    # the active release is a validated one, switched to as release.activate does
+    active = root / "releases" / os.readlink(root / "current").split("/")[-1]
+    assert (active / "plan-build.pyz").is_file()
+    assert (active / "MANIFEST.sha256").is_file()
+    log = [json.loads(line) for line in (root / "activations.log").read_text().splitlines()]
+    assert [entry["id"] for entry in log] == [active.name]
+    # Claude's skills folder holds both skills, through `current`, with the package's text
+    for name, skill in (("plan-build", "SKILL.md"), ("plan-build-architect", "ARCHITECT.md")):
+        assert os.readlink(skill_link(name)) == str(root / "current" / skill)
+        assert skill_link(name).read_bytes() == (ROOT / "skills" / skill).read_bytes()
+    launcher = Path(os.environ["HOME"]) / ".local" / "bin" / "plan-build"
+    unbound = {k: v for k, v in os.environ.items() if k != "PLAN_BUILD_RELEASE"}
+    ran = subprocess.run(
+        [launcher, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=unbound,
+        check=False,
+    )
+    assert ran.stdout.strip() == "plan-build 0.1.0", ran.stderr
+    status = cli("release", "--json", cwd=ready)
+    assert json.loads(status.stdout)["current"]["id"] == active.name
+
+    again = cli("setup", "--yes", "--json", cwd=ready)
+    assert again.code == 0, again.stderr
+    assert json.loads(again.stdout)["plan"] == []
+    assert "setup: nothing to do" in again.stderr
+    assert len((root / "activations.log").read_text().splitlines()) == 1
+
+
+def test_the_release_step_is_asked_and_a_no_changes_nothing(ready: Path, no_release: None) -> None:
+    from plan_build.release import root_dir
+
+    session, _, err = make_session(ready, answers=["n"])
+    setup_mod.run(session, setup_mod.Options())  # every check passes: declining is allowed
+    assert session.ui.asked == [
+        "1. build a release of plan-build 0.1.0 from its checkout and activate it, then link "
+        "its skills into Claude's skills folder and install the launcher?"
+    ]
+    assert "skip declined: you said no" in err.getvalue()
+    assert not root_dir(session.env).exists()
+    assert not skill_link().is_symlink()
+
+
+def test_dry_run_shows_the_release_step_and_writes_nothing(
+    cli: Any, ready: Path, no_release: None
+) -> None:
+    from plan_build.release import root_dir
+
+    r = cli("setup", "--dry-run", cwd=ready, env={"NO_COLOR": "1"})
+    assert r.code == 0, r.stderr
+    assert "setup plan: 1 step(s) to run, 0 for you" in r.stderr
+    assert f"runs     plan-build release.build --checkout {ROOT} --activate" in r.stderr
+    assert not root_dir(os.environ).exists()
+
+
+def test_a_copied_install_in_place_of_current_is_yours_to_move(
+    cli: Any, ready: Path, no_release: None
+) -> None:
+    from plan_build.release import root_dir
+
+    current = root_dir(os.environ) / "current"
+    current.mkdir(parents=True)
+    (current / "SKILL.md").write_text("copied\n")
+    r = cli("setup", "--dry-run", "--json", cwd=ready)
+    [item] = json.loads(r.stdout)["plan"]
+    assert item["runs"] is False
+    assert (
+        item["title"]
+        == "~/.local/share/plan-build/current is not a symbolic link (a copied install?)"
+    )
+    assert item["command"] == f"mv {current} {current}.old, then rerun plan-build setup"
+
+
+def test_an_installed_wheel_is_built_from_its_package_and_activated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_release: None
+) -> None:
+    import io
+    import shutil
+    import zipfile
+
+    from plan_build import resources
+    from plan_build.release import actions
+    from plan_build.ui import Console
+    from tests.support.releases import make_checkout
+
+    # a wheel's layout: the package, with the skills and templates under _data/
+    checkout = make_checkout(tmp_path / "checkout", marker="wheel")
+    package = tmp_path / "site-packages" / "plan_build"
+    shutil.copytree(checkout / "src" / "plan_build", package)
+    shutil.copytree(checkout / "skills", package / "_data" / "skills")
+    shutil.copytree(checkout / "templates", package / "_data" / "templates")
+    monkeypatch.setattr(resources, "PACKAGE_DIR", package)
+    assert actions.running_source() == ("wheel", package)
+
+    root = tmp_path / "releases-root"
+    act = actions.activate_running(root, Console(stream=io.StringIO()))
+    active = root / "current"
+    assert os.readlink(active) == f"releases/{act.id}"
+    assert (active / "SKILL.md").read_bytes() == (package / "_data/skills/SKILL.md").read_bytes()
+    assert (active / "templates/launch/standard.md.j2").is_file()
+    names = zipfile.ZipFile(active / "plan-build.pyz").namelist()
+    assert "plan_build/__init__.py" in names
+    assert not [n for n in names if n.startswith("plan_build/_data")]

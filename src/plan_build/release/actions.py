@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from plan_build.release import (
     check_root,
@@ -17,6 +18,10 @@ from plan_build.release import (
 from plan_build.release.binding import leases
 from plan_build.release.store import ReleaseInfo, Store, os_error
 from plan_build.release.validate import validate
+
+if TYPE_CHECKING:
+    from plan_build.release.bundle import Built
+    from plan_build.ui import Console
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,64 @@ def _activate_locked(store: Store, source: fetch.Source, pin: str | None) -> Act
         installed=installed,
         reaped=reaped,
     )
+
+
+def activate_built(store: Store, built: Built) -> Activation:
+    """Activate a bundle just built, pinned to its own digest (`release.build --activate`)."""
+    return activate(
+        store, fetch.Source("dir", str(built.directory), path=built.directory), built.digest
+    )
+
+
+def running_source() -> tuple[str, Path]:
+    """What this plan-build can activate of itself: ("release", its bundle directory) when it
+    runs from one, else ("checkout", the checkout) or ("wheel", the installed package) to build."""
+    from plan_build.release import TEMPLATES, bundle
+    from plan_build.resources import CHECKOUT_ROOT, PACKAGE_DIR
+    from plan_build.runrelease import running_bundle
+
+    own = running_bundle(PACKAGE_DIR)
+    if own is not None:
+        return "release", own
+    if (PACKAGE_DIR / "_data" / TEMPLATES).is_dir() or not bundle.is_checkout(CHECKOUT_ROOT):
+        return "wheel", PACKAGE_DIR
+    return "checkout", CHECKOUT_ROOT
+
+
+def activate_running(root: Path, console: Console) -> Activation:
+    """Make this plan-build the active release (`setup` on a machine with none): its own
+    bundle, or a bundle built from the installed package or checkout in a temporary directory,
+    through the same staging, validation and atomic switch as `release.activate`."""
+    import tempfile
+
+    store = Store(root, console)
+    kind, where = running_source()
+    if kind == "release":
+        return activate(store, fetch.Source("dir", str(where), path=where), None)
+    with tempfile.TemporaryDirectory(prefix="plan-build-build-") as work:
+        return activate_built(store, build_installed(Path(work)))
+
+
+def build_installed(out: Path) -> Built:
+    """A bundle of the plan-build this process runs: an installed wheel (its package, skills
+    and templates under `_data/`), or the checkout an editable install runs from."""
+    from importlib import metadata
+
+    from plan_build.release import TEMPLATES, bundle
+    from plan_build.resources import CHECKOUT_ROOT, PACKAGE_DIR
+
+    data = PACKAGE_DIR / "_data"
+    if not (data / TEMPLATES).is_dir():
+        return bundle.build(CHECKOUT_ROOT, out)
+    try:
+        requirements = metadata.requires("plan-build") or []
+    except metadata.PackageNotFoundError:
+        raise unavailable(
+            f"{PACKAGE_DIR} has no installed plan-build metadata to take dependencies from",
+            "reinstall plan-build (pip install plan-build), then rerun",
+        ) from None
+    tree = bundle.Tree(data, PACKAGE_DIR, list(requirements), frozenset({"_data"}))
+    return bundle.build_tree(tree, out)
 
 
 @dataclass(frozen=True)
@@ -211,4 +274,16 @@ def check_digest(value: str | None) -> str | None:
     return digest
 
 
-__all__ = ["activate", "check_digest", "gc", "listing", "rollback", "status", "unavailable"]
+__all__ = [
+    "activate",
+    "activate_built",
+    "activate_running",
+    "build_installed",
+    "check_digest",
+    "gc",
+    "listing",
+    "rollback",
+    "running_source",
+    "status",
+    "unavailable",
+]

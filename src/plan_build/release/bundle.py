@@ -169,8 +169,8 @@ def find_checkout(cwd: Path, explicit: Path | None, fallback: Path | None) -> Pa
     )
 
 
-def checkout_version(checkout: Path) -> str:
-    init = checkout / "src" / PACKAGE / "__init__.py"
+def package_version(package: Path) -> str:
+    init = package / "__init__.py"
     try:
         match = VERSION_RE.search(init.read_text(encoding="utf-8"))
     except OSError:
@@ -236,7 +236,28 @@ def _plain_files(top: Path, checkout: Path) -> Iterator[Path]:
 # ----------------------------------------------------------------------------------- build
 
 
+@dataclass(frozen=True)
+class Tree:
+    """What a build reads: `base` holds skills/ and templates/, `package` is plan_build's
+    source directory, `requirements` its run-time dependencies (pyproject or wheel metadata)."""
+
+    base: Path
+    package: Path
+    requirements: list[str]
+    skip: frozenset[str] = frozenset()  # top-level entries of `package` not shipped
+
+
 def build(checkout: Path, out: Path, *, python: str = sys.executable) -> Built:
+    checkout = Path(os.path.abspath(checkout))
+    try:
+        project = tomllib.loads((checkout / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise unavailable(f"cannot read {checkout}/pyproject.toml: {exc}") from None
+    requirements = list(project.get("project", {}).get("dependencies", []))
+    return build_tree(Tree(checkout, checkout / "src" / PACKAGE, requirements), out, python=python)
+
+
+def build_tree(tree: Tree, out: Path, *, python: str = sys.executable) -> Built:
     from plan_build.resources import PACKAGE_DIR
     from plan_build.runrelease import running_bundle
 
@@ -245,15 +266,10 @@ def build(checkout: Path, out: Path, *, python: str = sys.executable) -> Built:
             "release.build needs the checkout's own Python environment, not a release",
             "in the checkout run: inv release.build (or .venv/bin/plan-build release.build)",
         )
-    checkout, out = Path(os.path.abspath(checkout)), Path(os.path.abspath(out))
-    templates = check_checkout(checkout)
-    version = checkout_version(checkout)
-    try:
-        project = tomllib.loads((checkout / "pyproject.toml").read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise unavailable(f"cannot read {checkout}/pyproject.toml: {exc}") from None
-    requirements = list(project.get("project", {}).get("dependencies", []))
-    dists = dependencies.closure(requirements)
+    out = Path(os.path.abspath(out))
+    templates = check_checkout(tree.base)
+    version = package_version(tree.package)
+    dists = dependencies.closure(tree.requirements)
     try:
         out.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=out))
@@ -262,7 +278,7 @@ def build(checkout: Path, out: Path, *, python: str = sys.executable) -> Built:
     try:
         return _build_in(
             work,
-            checkout=checkout,
+            tree=tree,
             out=out,
             version=version,
             templates=templates,
@@ -276,7 +292,7 @@ def build(checkout: Path, out: Path, *, python: str = sys.executable) -> Built:
 def _build_in(
     work: Path,
     *,
-    checkout: Path,
+    tree: Tree,
     out: Path,
     version: str,
     templates: list[Path],
@@ -284,9 +300,14 @@ def _build_in(
     python: str,
 ) -> Built:
     files, native_dists = dependencies.bundled_files(dists)
-    source = checkout / "src" / PACKAGE
+    source, checkout = tree.package, tree.base
     for current, dirs, names in os.walk(source):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        top = current == str(source)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d != "__pycache__" and not d.startswith(".") and not (top and d in tree.skip)
+        )
         for name in sorted(names):
             if name.startswith(".") or name.endswith((".pyc", ".pyo")):
                 continue

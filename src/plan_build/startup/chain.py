@@ -109,7 +109,18 @@ def checked(
     session.console.say(preflight.render(report, session))
     failing = [c for c in report.checks if c.failed]
     if failing:
-        blockers.append("preflight failed: " + ", ".join(c.id for c in failing))
+        from plan_build.startup import fixable
+
+        blocker = "preflight failed: " + ", ".join(c.id for c in failing)
+        can = fixable.by_setup(session, failing)
+        if len(can) == len(failing):
+            blocker += f" (run {fixable.setup_command(opts.mode)}: it fixes them)"
+        elif can:
+            blocker += (
+                f" (run {fixable.setup_command(opts.mode)} first: it fixes "
+                f"{', '.join(c.id for c in can)}; then the fixes shown above)"
+            )
+        blockers.append(blocker)
     if failing and all(c.degradable for c in failing):
         report.memory_mode = "degraded"
     return report

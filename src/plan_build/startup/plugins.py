@@ -15,7 +15,7 @@ from typing import Any
 
 from plan_build import proc
 from plan_build.checks import Check
-from plan_build.startup.sources import MARKETPLACES
+from plan_build.startup.sources import MARKETPLACES, install_hint
 
 LIST_TIMEOUT = 20.0
 
@@ -76,7 +76,7 @@ def claude_checks(plugins: list[str], env: Mapping[str, str], cwd: Path) -> list
         entries = data.get("installed") if isinstance(data, dict) else data
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
             problem = "`claude plugin list --json` did not print a list of plugins"
-            fix = "update Claude Code (npm install -g @anthropic-ai/claude-code)"
+            fix = f"update Claude Code ({install_hint('claude')})"
     checks = []
     for plugin in plugins:
         cid = _check_id("claude", plugin)
@@ -136,7 +136,7 @@ def codex_check(plugin: str, env: Mapping[str, str], cwd: Path) -> Check:
     data, problem, fix = _list("codex", env, cwd)
     if problem is None and not (isinstance(data, dict) and isinstance(data.get("installed"), list)):
         problem = "`codex plugin list --json` did not print an object with `installed`"
-        fix = "update Codex (npm install -g @openai/codex)"
+        fix = f"update Codex ({install_hint('codex')})"
     if problem is not None:
         return Check(cid, "fail", problem, fix, degradable=True, cause="unlisted")
     mine = [e for e in data["installed"] if isinstance(e, dict) and e.get("pluginId") == plugin]

@@ -18,15 +18,14 @@ from plan_build.context import Session
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
 from plan_build.interact import Choice, isatty
-from plan_build.startup import enhancechecks, plugins, wslchecks
+from plan_build.startup import enhancechecks, plugins, sources, wslchecks
 
 Mode = Literal["standard", "architect"]
 VERSION_TIMEOUT = 10.0
+# the tools setup installs (or names an installer for) show setup's own command (sources)
 INSTALL = {
     "git": "install git (e.g. sudo apt-get install git, or brew install git)",
-    "claude": "npm install -g @anthropic-ai/claude-code",
-    "codex": "npm install -g @openai/codex",
-    "coderabbit": "curl -fsSL https://cli.coderabbit.ai/install.sh | sh",
+    **{t: h for t in ("claude", "codex", "coderabbit") if (h := sources.install_hint(t))},
 }
 LABELS = {
     "terminal": "terminal",
@@ -333,14 +332,19 @@ def settle(report: Report, session: Session, opts: Options) -> Report:
         hard = [c for c in report.checks if c.failed and not c.degradable]
         soft = [c for c in report.checks if c.failed and c.degradable]
         if hard:
-            raise blocked(hard)
+            raise blocked(hard, closing_fix(report, session, MANUAL_FIX))
         if not soft:
             return report
         if not session.ui.interactive:
             raise PlanBuildError(
                 "memory continuity is unavailable and there is no terminal to approve "
                 "degraded mode",
-                "fix the AgentMemory checks above, or rerun from a terminal to continue degraded",
+                closing_fix(
+                    report,
+                    session,
+                    "fix the AgentMemory checks above, or rerun from a terminal to continue "
+                    "degraded",
+                ),
                 code=ExitCode.PREFLIGHT,
             )
         con.say("")
@@ -367,14 +371,23 @@ def settle(report: Report, session: Session, opts: Options) -> Report:
         con.say(render(report, session))
 
 
-def blocked(failures: Sequence[Check]) -> PlanBuildError:
+MANUAL_FIX = "apply the fixes shown above (→) and rerun"
+
+
+def closing_fix(report: Report, session: Session, manual: str) -> str:
+    """`manual`, led by `plan-build setup` when setup can carry out some of the fixes."""
+    from plan_build.startup import fixable
+
+    failing = [c for c in report.checks if c.failed]
+    return fixable.closing_fix(session, report.mode, failing, manual)
+
+
+def blocked(failures: Sequence[Check], fix: str = MANUAL_FIX) -> PlanBuildError:
     names = ", ".join(c.id for c in failures)
     noun = "check" if len(failures) == 1 else "checks"
     return PlanBuildError(
-        f"preflight failed: {len(failures)} {noun} ({names})",
-        "apply the fixes shown above (→) and rerun",
-        code=ExitCode.PREFLIGHT,
+        f"preflight failed: {len(failures)} {noun} ({names})", fix, code=ExitCode.PREFLIGHT
     )
 
 
-__all__ = ["Mode", "Options", "Report", "render", "run", "settle"]
+__all__ = ["Mode", "Options", "Report", "closing_fix", "render", "run", "settle"]

@@ -7,7 +7,6 @@ remedy becomes an item for the user. The runnable steps lead, the user's items f
 
 from __future__ import annotations
 
-import os
 from functools import partial
 
 from plan_build import proc
@@ -17,6 +16,7 @@ from plan_build.errors import PlanBuildError
 from plan_build.startup import preflight, sources
 from plan_build.startup.setupmemory import memory_steps
 from plan_build.startup.setupplugins import claude_steps, codex_steps
+from plan_build.startup.setuprelease import skill_steps
 from plan_build.startup.setupstep import (
     NPM_TIMEOUT,
     QUERY_TIMEOUT,
@@ -56,26 +56,27 @@ def tool_steps(p: Planner) -> dict[str, str]:
         if check is None:
             continue
         spec = sources.npm_spec(name, latest=p.opts.latest)
+        shown = sources.npm_install(name, latest=p.opts.latest)
         if proc.which(name, p.env) is not None:  # there, but broken: not mechanical
-            p.manual(check.id, check.detail, check.remediation or f"npm install -g {spec}")
+            p.manual(check.id, check.detail, check.remediation or proc.quote(shown))
             continue
         if npm is None:
             p.manual(
                 check.id,
                 f"install {name}: npm is not on PATH",
                 f"install Node.js with npm (https://nodejs.org, or your package manager), "
-                f"then: npm install -g {spec}",
+                f"then: {proc.quote(shown)}",
             )
             continue
         if not prefix:
             prefix.append(npm_prefix(p, npm))
-        argv = [npm, "install", "-g", spec]
+        argv = [npm, *shown[1:]]
         planned[name] = p.add(
             Step(
                 id=f"tool.{name}",
                 check=check.id,
                 title=f"install {name} ({spec}) with npm",
-                command=proc.quote(["npm", "install", "-g", spec]),
+                command=proc.quote(shown),
                 changes=(f"npm's global packages under {p.short(prefix[0])}",),
                 remedy=(
                     "read npm's error above; if the global directory needs root, point npm at a "
@@ -91,7 +92,7 @@ def tool_steps(p: Planner) -> dict[str, str]:
         p.manual(
             check.id,
             "install CodeRabbit yourself (plan-build never pipes a download into a shell)",
-            sources.CODERABBIT_INSTALL + "   # or: brew install coderabbit",
+            sources.CODERABBIT_HINT,
         )
     return planned
 
@@ -114,52 +115,6 @@ def tool_problem(p: Planner, name: str, prefix: str) -> str | None:
     checks = preflight.tool_probe(p.session, name)()
     check = checks if isinstance(checks, Check) else checks[0]
     return None if check.status == "pass" else check.detail
-
-
-def skill_steps(p: Planner) -> None:
-    from plan_build.release import SKILL_DIRS, root_dir
-    from plan_build.release import install as installer
-
-    root = root_dir(p.env)
-    home = p.session.home
-    if not (root / "current").is_symlink():
-        return  # nothing to link to: a failing skill check stays the user's (see its fix)
-    links = {
-        home / ".claude" / "skills" / d / "SKILL.md": root / "current" / n
-        for n, d in SKILL_DIRS.items()
-    }
-    launcher = home / ".local" / "bin" / "plan-build"
-    missing = [
-        link
-        for link, target in links.items()
-        if not (link.is_symlink() and os.readlink(link) == str(target))
-    ]
-    if not missing and installer._is_ours_launcher(launcher):
-        return
-
-    def install() -> Result:
-        done = installer.install(
-            root, home, launcher.parent, force=False, path_env=p.env.get("PATH", "")
-        )
-        note = "" if done.on_path else f"; add {p.short(launcher.parent)} to PATH"
-        return Result(True, f"{len(done.changed)} installed{note}", tuple(done.changed))
-
-    p.add(
-        Step(
-            id="skills",
-            check="skill.readable",
-            title="link the Claude Code skills to the active release and install the launcher",
-            command="plan-build release.install",
-            changes=(*(p.short(link) for link in links), p.short(launcher)),
-            remedy="move the files it names away, or run plan-build release.install --force",
-            action=install,
-            verify=lambda: (
-                None
-                if all(link.is_symlink() for link in links)
-                else "the skill links are still missing"
-            ),
-        )
-    )
 
 
 def identity_steps(p: Planner) -> None:

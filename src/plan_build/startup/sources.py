@@ -30,6 +30,7 @@ NPM_PACKAGES = {
 }
 AGENTMEMORY_PACKAGE = "@agentmemory/agentmemory"
 CODERABBIT_INSTALL = "curl -fsSL https://cli.coderabbit.ai/install.sh | sh"
+CODERABBIT_HINT = CODERABBIT_INSTALL + "   # or: brew install coderabbit"
 
 
 @dataclass(frozen=True)
@@ -59,3 +60,18 @@ def marketplace(name: str, env: Mapping[str, str], config: Any = None) -> Source
 def npm_spec(tool: str, *, latest: bool = False) -> str:
     package, version = NPM_PACKAGES[tool]
     return f"{package}@{'latest' if latest else version}"
+
+
+def npm_install(tool: str, *, latest: bool = False) -> list[str]:
+    """The argv setup runs to install `tool` (npm found on PATH gives argv[0])."""
+    return ["npm", "install", "-g", npm_spec(tool, latest=latest)]
+
+
+def install_hint(tool: str, *, latest: bool = False) -> str | None:
+    """The install command shown for `tool`, the same text preflight's remedy and setup's
+    plan print (None for a tool plan-build names no installer for)."""
+    if tool in NPM_PACKAGES:
+        from plan_build import proc
+
+        return proc.quote(npm_install(tool, latest=latest))
+    return CODERABBIT_HINT if tool == "coderabbit" else None

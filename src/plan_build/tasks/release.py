@@ -104,7 +104,7 @@ def build(
     json: bool = False,
 ) -> None:
     """Build a release bundle (zipapp, skills, templates, MANIFEST.sha256) from a checkout."""
-    from plan_build.release import actions, bundle, fetch
+    from plan_build.release import actions, bundle
     from plan_build.resources import CHECKOUT_ROOT
 
     session = Session.from_process()
@@ -124,8 +124,7 @@ def build(
     if built.not_bundled:
         say(f"  native   {', '.join(built.not_bundled)} (used from the interpreter when present)")
     if activate:
-        src = fetch.Source("dir", str(built.directory), path=built.directory)
-        act = actions.activate(_store(session), src, built.digest)
+        act = actions.activate_built(_store(session), built)
         data["activation"] = act.as_json()
         _say_activation(session, act)
     if json:

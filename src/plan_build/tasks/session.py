@@ -64,7 +64,7 @@ def preflight(c: Any, mode: str = "standard", json: bool = False) -> None:
         failing = [c.id for c in report.checks if c.failed]
         raise PlanBuildError(
             f"not ready: {', '.join(failing)}",
-            None if json else "apply the fixes shown above (→)",
+            None if json else pf.closing_fix(report, session, "apply the fixes shown above (→)"),
             code=ExitCode.PREFLIGHT,
         )
 
