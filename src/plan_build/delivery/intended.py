@@ -385,6 +385,7 @@ __all__ = [
     "index_info",
     "numstat",
     "parse_added",
+    "path_json",
     "raw_diff",
     "read_objects",
     "tree_paths",

@@ -30,18 +30,24 @@ class FileCount:
     status: str
     added: int | None  # None: binary
     removed: int | None
+    old_mode: str | None = None  # as git writes it; None: absent on that side
+    new_mode: str | None = None
+    json_path: str = ""  # the real name when it is valid UTF-8 (JSON), else the escaped form
 
     @property
     def binary(self) -> bool:
         return self.added is None
 
     def as_json(self) -> dict[str, Any]:
+        """The shape `status --json` always had (lines removed are `deleted` there)."""
         return {
-            "path": self.path,
+            "path": self.json_path or self.path,
             "status": self.status,
             "added": self.added,
-            "removed": self.removed,
+            "deleted": self.removed,
             "binary": self.binary,
+            "old_mode": self.old_mode,
+            "new_mode": self.new_mode,
         }
 
 
@@ -49,7 +55,8 @@ class FileCount:
 class ChangeFacts:
     """The intended change (today's content), or the committed one once committed."""
 
-    tree: str | None  # the work tree it was read from (None for a committed change)
+    baseline_tree: str  # the tree it is counted from (a committed change: the parent's)
+    tree: str  # the work tree it was read from (a committed change: the commit's tree)
     files: tuple[FileCount, ...]
 
     @property
@@ -72,10 +79,11 @@ class ChangeFacts:
 
     def as_json(self) -> dict[str, Any]:
         return {
+            "baseline_tree": self.baseline_tree,
             "tree": self.tree,
             "count": len(self.files),
             "added": self.added,
-            "removed": self.removed,
+            "deleted": self.removed,
             "files": [f.as_json() for f in self.files],
         }
 
@@ -166,7 +174,16 @@ def _memory(base: Baseline, env: Mapping[str, str]) -> MemoryFacts:
 
 def _files(changes: Sequence[intended.FileChange]) -> tuple[FileCount, ...]:
     return tuple(
-        FileCount(intended.display_path(f.path), f.status, f.added, f.deleted) for f in changes
+        FileCount(
+            intended.display_path(f.path),
+            f.status,
+            f.added,
+            f.deleted,
+            f.old.mode if f.old else None,
+            f.new.mode if f.new else None,
+            intended.path_json(f.path),
+        )
+        for f in changes
     )
 
 
@@ -178,7 +195,7 @@ def _committed_change(repo: Repo, commit: str) -> ChangeFacts | None:
     if not new.ok:
         return None  # the commit is gone (rewritten history)
     tree = new.stdout.strip()
-    return ChangeFacts(None, _files(intended.files_between(repo, old, tree)))
+    return ChangeFacts(old, tree, _files(intended.files_between(repo, old, tree)))
 
 
 def change_of(repo: Repo, base: Baseline) -> ChangeFacts | None:
@@ -187,7 +204,7 @@ def change_of(repo: Repo, base: Baseline) -> ChangeFacts | None:
     if Path(base.git_dir) != repo.git_dir:
         return None  # another worktree's session: its work tree is not this one
     change = intended.compute(repo, base)
-    return ChangeFacts(change.tree, _files(change.files))
+    return ChangeFacts(base.worktree_tree, change.tree, _files(change.files))
 
 
 def gather(repo: Repo, env: Mapping[str, str], *, session_id: str | None = None) -> SessionFacts:
