@@ -15,7 +15,7 @@ from plan_build.delivery.verifyrecord import ACCEPTABLE_AT_COMMIT
 from plan_build.errors import PlanBuildError
 from plan_build.gitrepo import Repo
 
-STATE_KEYS = ("pending", "in_progress", "blocked", "review", "complete")
+STATE_KEYS = ("pending", "in_progress", "blocked", "review", "complete", "unknown")
 
 
 def _key(status: str | None) -> str:
@@ -105,7 +105,8 @@ def tasks(repo: Repo) -> TaskFacts:
         tf = taskfile.read(path)
         counts = dict.fromkeys(STATE_KEYS, 0)
         for t in tf.tasks:
-            counts[_key(t.status)] = counts.get(_key(t.status), 0) + 1
+            key = _key(t.status)
+            counts[key if key in counts else "unknown"] += 1
         busy = [t for t in tf.tasks if t.status == IN_PROGRESS]
         current = None
         if busy:

@@ -78,13 +78,23 @@ def _verify_missing(v: progress.VerifyFacts) -> str | None:
 
 
 def _missing(
-    s: SessionFacts, r: reviews.ReviewFacts, v: progress.VerifyFacts, busy: str | None
+    s: SessionFacts,
+    r: reviews.ReviewFacts,
+    t: progress.TaskFacts,
+    v: progress.VerifyFacts,
+    busy: str | None,
 ) -> tuple[tuple[str, ...], str]:
-    """(what is missing, in words; the one next command) as `commit` would see it."""
+    """(what is missing, in words; the one next command) as `commit` would see it. A task in
+    progress comes first for the next command, though `commit` does not ask about tasks."""
     if s.committed:
         return (), "plan-build plan (the session is committed: start a new one)"
     out: list[str] = []
     nexts: list[str] = []
+    p = t.in_progress
+    if p is not None and p.running is False:
+        nexts.append(f"plan-build dispatch {p.id} (resumes it)")
+    elif p is not None and p.running:
+        nexts.append(f"wait for the dispatch of {p.id} to end")
     if busy:
         out.append(f"{busy} is in progress")
         nexts.append("finish or abort it (git status says how)")
@@ -105,7 +115,9 @@ def _missing(
             nexts.append("plan-build verify")
     if not out:
         nexts.append(COMMIT)
-    return tuple(out), nexts[0] if nexts else "make the change the session is for"
+    elif r.workflow is None and (r.approval is None or r.approval.workflow is None):
+        nexts.append(NEW_REVIEW)  # nothing reviewed yet: a session starts with its plan
+    return tuple(out), nexts[0] if nexts else NEW_REVIEW
 
 
 def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
@@ -115,7 +127,7 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
     t = progress.tasks(repo)
     v = progress.verification(repo, s.id, tree)
     busy = None if s.committed else baseline_mod.busy_state(repo)
-    missing, nxt = _missing(s, r, v, busy)
+    missing, nxt = _missing(s, r, t, v, busy)
     return StatusFacts(s, r, t, v, busy, missing, nxt)
 
 
@@ -200,7 +212,7 @@ def _review(f: StatusFacts) -> list[str]:
     if r.missing_decisions:
         ids = list(r.missing_decisions)
         shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
-        lines.append(f"  decisions missing: {shown} (in {r.findings_file})")
+        lines.append(f"  decisions missing: {shown}")
     a = r.approval
     if a is not None and r.status != "active":
         lines.append(f"  approval: {a.state} · {a.reason}")
@@ -222,9 +234,9 @@ def _tasks(f: StatusFacts) -> list[str]:
         attempt = f"attempt {p.attempt}" if p.attempt else "attempt unknown"
         if p.role:
             attempt += f" ({p.role})"
-        if p.running is False:
-            attempt += f" · its dispatch is not running (plan-build dispatch {p.id} resumes it)"
         lines.append(f"  in progress: {p.id} {p.title} · {attempt}")
+        if p.running is False:
+            lines.append(f"  its dispatch is not running: plan-build dispatch {p.id} resumes it")
     elif t.last_dispatch:
         d = t.last_dispatch
         lines.append(f"  last dispatch: {d['task']} → {d['status']} ({d['reason']})")
