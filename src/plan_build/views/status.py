@@ -10,16 +10,20 @@ missing is what `commit` would refuse for.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.gitrepo import Repo
-from plan_build.views import progress, reviews
+from plan_build.views import progress
 from plan_build.views.session import SessionFacts
 from plan_build.views.session import gather as gather_session
+
+if TYPE_CHECKING:
+    from plan_build.views import reviews
 
 FORMAT = 1
 MAX_LINES = 30
@@ -120,11 +124,48 @@ def _missing(
     return tuple(out), nexts[0] if nexts else NEW_REVIEW
 
 
+class _Beside(threading.Thread):
+    """Python work (parsing TASKS.md, loading the review rules) done while the main thread
+    waits for git to take the work tree: `status` costs little more than it did."""
+
+    def __init__(self, work: Callable[[], progress.TaskFacts]) -> None:
+        super().__init__(name="status-records", daemon=True)
+        self.work = work
+        self.result = progress.TaskFacts()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.work()
+        except BaseException as exc:  # handed to the main thread, raised there
+            self.error = exc
+
+    def get(self) -> progress.TaskFacts:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _records(repo: Repo) -> progress.TaskFacts:
+    from plan_build.views import reviews  # noqa: F401  (loaded here, used after the snapshot)
+
+    return progress.tasks(repo)
+
+
 def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
-    s = gather_session(repo, env)
+    beside = _Beside(lambda: _records(repo))
+    beside.start()
+    try:
+        s = gather_session(repo, env)
+    except BaseException:
+        beside.join()  # never left running behind an error
+        raise
+    t = beside.get()
+    from plan_build.views import reviews
+
     tree = s.change.tree if s.change is not None and not s.committed else None
     r = reviews.gather(repo, env, cwd, tree=tree, since=s.started_at)
-    t = progress.tasks(repo)
     v = progress.verification(repo, s.id, tree)
     busy = None if s.committed else baseline_mod.busy_state(repo)
     missing, nxt = _missing(s, r, t, v, busy)
