@@ -349,3 +349,44 @@ def test_no_session_is_one_clear_error(repo: Path, cli) -> None:
     assert r.code == 2
     assert "no session baseline for the worktree at" in r.stderr
     assert "plan-build baseline" in r.stderr
+
+
+@pytest.fixture
+def standard(repo: Path) -> Path:
+    baseline.capture(gitrepo.discover(repo), session_id="s2", mode="standard")
+    return repo
+
+
+def test_a_failed_verify_is_named_and_verify_is_next(standard: Path, cli) -> None:
+    (standard / "notes.txt").write_text("trailing space \n")
+    assert cli("verify", cwd=standard).code == 6
+    text, data = screen(standard)
+    assert "verify: failed: diff.check at " in text
+    assert "verification failed (diff.check)" in data["missing"]
+    assert data["verify"]["failed"] == ["diff.check"]
+    assert data["verify"]["stale"] is False
+    assert data["next"] == "plan-build verify"
+
+
+def test_head_moved_since_the_baseline_is_missing_first(standard: Path) -> None:
+    before = git(standard, "rev-parse", "HEAD").strip()
+    (standard / "app.py").write_text("x = 1\n")
+    git(standard, "add", "app.py")
+    git(standard, "commit", "-qm", "by hand")
+    text, data = screen(standard)
+    assert "  warning: HEAD moved since the baseline (now " in text
+    assert data["missing"][0] == "HEAD moved since the baseline"
+    assert data["next"] == f"git reset --soft {before} (or commit by hand)"
+
+
+def test_a_damaged_workflow_is_one_line_and_the_rest_still_shows(standard: Path) -> None:
+    broken = standard / ".claude" / "codex-review" / "workflows" / "20261203-100000-abcdef"
+    broken.mkdir(parents=True)
+    (broken / "workflow.json").write_text("{not json")
+    (standard / "app.py").write_text("x = 1\n")
+    text, data = screen(standard)
+    assert "intended change: 1 file, +1 −0" in text
+    assert data["review"]["workflow"] is None
+    assert "  skipped workflow folder 20261203-100000-abcdef: " in text
+    assert data["review"]["skipped"][0].startswith("skipped workflow folder 20261203-100000-abcdef")
+    assert "verify: not run yet" in text

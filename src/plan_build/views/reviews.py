@@ -83,6 +83,7 @@ class ReviewFacts:
     next: str | None = None  # the fix for the first blocker, or the approval command
     approval: ApprovalFacts | None = None
     problem: str | None = None  # why the review state could not be read
+    skipped: tuple[str, ...] = ()  # workflow folders that are not readable workflows
 
     @property
     def label(self) -> str | None:
@@ -107,6 +108,7 @@ class ReviewFacts:
             "next": self.next,
             "approval": self.approval.as_json() if self.approval else None,
             "problem": self.problem,
+            "skipped": list(self.skipped),
         }
 
 
@@ -229,7 +231,8 @@ def gather(
                 wf, wdir = done, WorkflowDir(root, done.id)
         facts = _round(where, wf, wdir) if wf is not None and wdir is not None else ReviewFacts()
         # what `commit` will ask, whichever workflow answers it (maybe an older completed one)
-        return replace(facts, approval=_approval(repo, env, cwd, where))
+        approval = _approval(repo, env, cwd, where)
+        return replace(facts, approval=approval, skipped=tuple(x.warning() for x in res.skipped))
     except PlanBuildError as exc:  # an ambiguous or unreadable workflow: say it, show the rest
         return ReviewFacts(problem=exc.what)
 

@@ -197,9 +197,11 @@ def _header(f: StatusFacts) -> list[str]:
     where = f"  baseline {s.branch or 'detached HEAD'} @ {base}"
     if s.committed:
         where += f" · committed as {s.committed[:12]} at {_when(s.committed_at)}"
-    elif s.head_moved:
-        where += " · warning: HEAD moved since the baseline; plan-build commit will refuse"
-    return [*lines, where]
+    lines.append(where)
+    if s.head_moved:
+        now = s.head[:12] if s.head else "no commit"
+        lines.append(f"  warning: HEAD moved since the baseline (now {now}); commit will refuse")
+    return lines
 
 
 def _change(f: StatusFacts, room: int) -> list[str]:
@@ -230,11 +232,14 @@ def _review(f: StatusFacts) -> list[str]:
     r = f.review
     if r.problem:
         return [f"review: cannot be read: {r.problem}"]
+    skipped = [f"  {w}" for w in r.skipped[:2]]
+    if len(r.skipped) > 2:
+        skipped.append(f"  … and {len(r.skipped) - 2} more skipped")
     if r.workflow is None:
         a = r.approval
         if a is not None and a.workflow is not None:
-            return [f"review: no workflow in progress · approval {a.state} ({a.reason})"]
-        return ["review: none (no review workflow for this change)"]
+            return [f"review: no workflow in progress · approval {a.state} ({a.reason})", *skipped]
+        return ["review: none (no review workflow for this change)", *skipped]
     lines = [f"review: workflow {r.workflow} · {r.label} · {r.status} · step {r.step}"]
     if r.reviewers:
         parts = []
@@ -259,7 +264,7 @@ def _review(f: StatusFacts) -> list[str]:
         lines.append(f"  approval: {a.state} · {a.reason}")
     elif r.status == "active":
         lines.append("  approval: none yet (the workflow is still in review)")
-    return lines
+    return [*lines, *skipped]
 
 
 def _tasks(f: StatusFacts) -> list[str]:
