@@ -9,6 +9,7 @@ same facts with every key the manual documents, and no other.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -390,3 +391,26 @@ def test_a_damaged_workflow_is_one_line_and_the_rest_still_shows(standard: Path)
     assert "  skipped workflow folder 20261203-100000-abcdef: " in text
     assert data["review"]["skipped"][0].startswith("skipped workflow folder 20261203-100000-abcdef")
     assert "verify: not run yet" in text
+
+
+def test_inside_claude_the_commit_is_put_as_a_request_to_the_user(standard: Path) -> None:
+    (standard / "app.py").write_text("x = 1\n")
+    r = gitrepo.discover(standard)
+    facts = view.gather(r, dict(os.environ), standard)
+    facts = dataclasses.replace(facts, next="plan-build commit")
+    assert view.next_line(facts, {"CLAUDECODE": "1"}).startswith(
+        "next: ask the user to run plan-build commit"
+    )
+
+
+def test_the_schema_check_catches_a_missing_an_extra_and_a_mistyped_key(standard: Path) -> None:
+    _, data = screen(standard)
+    keys = documented()
+    for broken in (
+        {k: v for k, v in data.items() if k != "ready"},
+        {**data, "surprise": 1},
+        {**data, "ready": "yes"},
+        {**data, "verify": {**data["verify"], "ran": None}},
+    ):
+        with pytest.raises(AssertionError):
+            conforms(broken, "", keys)

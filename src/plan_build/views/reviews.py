@@ -216,9 +216,11 @@ def gather(
     *,
     tree: str | None,
     since: str | None = None,
+    approval: bool = True,
 ) -> ReviewFacts:
     """The review facts for the session (its active workflow, else the last one it finished
-    after `since`, the session's start); `tree` is the work tree `status` already took."""
+    after `since`, the session's start); `tree` is the work tree `status` already took.
+    `approval=False` leaves out what `commit` would find (a committed session is past it)."""
     root = find_root(cwd, repo.root)
     where = _Where(repo, root, tree)
     try:
@@ -231,8 +233,8 @@ def gather(
                 wf, wdir = done, WorkflowDir(root, done.id)
         facts = _round(where, wf, wdir) if wf is not None and wdir is not None else ReviewFacts()
         # what `commit` will ask, whichever workflow answers it (maybe an older completed one)
-        approval = _approval(repo, env, cwd, where)
-        return replace(facts, approval=approval, skipped=tuple(x.warning() for x in res.skipped))
+        found = _approval(repo, env, cwd, where) if approval else None
+        return replace(facts, approval=found, skipped=tuple(x.warning() for x in res.skipped))
     except PlanBuildError as exc:  # an ambiguous or unreadable workflow: say it, show the rest
         return ReviewFacts(problem=exc.what)
 

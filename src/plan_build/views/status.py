@@ -165,7 +165,7 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
     from plan_build.views import reviews
 
     tree = s.change.tree if s.change is not None and not s.committed else None
-    r = reviews.gather(repo, env, cwd, tree=tree, since=s.started_at)
+    r = reviews.gather(repo, env, cwd, tree=tree, since=s.started_at, approval=s.committed is None)
     v = progress.verification(repo, s.id, tree)
     busy = None if s.committed else baseline_mod.busy_state(repo)
     missing, nxt = _missing(s, r, t, v, busy)
@@ -240,7 +240,8 @@ def _review(f: StatusFacts) -> list[str]:
         if a is not None and a.workflow is not None:
             return [f"review: no workflow in progress · approval {a.state} ({a.reason})", *skipped]
         return ["review: none (no review workflow for this change)", *skipped]
-    lines = [f"review: workflow {r.workflow} · {r.label} · {r.status} · step {r.step}"]
+    where = f"active · step {r.step}" if r.status == "active" else r.status
+    lines = [f"review: workflow {r.workflow} · {r.label} · {where}"]
     if r.reviewers:
         parts = []
         for rv in r.reviewers:
