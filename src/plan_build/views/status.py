@@ -262,7 +262,8 @@ def _review(f: StatusFacts) -> list[str]:
         lines.append(f"  decisions missing: {shown}")
     a = r.approval
     if a is not None and r.status != "active":
-        lines.append(f"  approval: {a.state} · {a.reason}")
+        reason = a.reason.removeprefix(f"workflow {a.workflow}: ")  # the line above names it
+        lines.append(f"  approval: {a.state} · {reason}")
     elif r.status == "active":
         lines.append("  approval: none yet (the workflow is still in review)")
     return [*lines, *skipped]
