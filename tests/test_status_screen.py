@@ -289,6 +289,9 @@ def test_status_from_the_command_line_is_read_only(shop: Path, stubs: Stubs, cli
     assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["review"]["workflow"] == wf.name
     assert "review: workflow" in r.stderr
+    shown = r.stderr.splitlines()
+    assert len(shown) <= 30
+    assert max(len(line) for line in shown) <= 100
     after = files()
     for path, (data, mtime) in before.items():
         assert after[path][0] == data, path
@@ -333,6 +336,11 @@ def test_the_task_in_progress_and_its_attempt(shop: Path) -> None:
         "role": "correction",
         "running": False,
     }
+    taskstate.save_running(r, "TASK-002", pid=os.getpid())  # a live dispatch: wait for it
+    text, data = screen(shop)
+    assert "its dispatch is not running" not in text
+    assert data["tasks"]["in_progress"]["running"] is True
+    assert data["next"] == "wait for the dispatch of TASK-002 to end"
 
 
 def test_a_long_change_is_cut_and_the_screen_still_fits(shop: Path) -> None:

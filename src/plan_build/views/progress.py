@@ -69,7 +69,13 @@ def _running(repo: Repo, task_id: str) -> tuple[int | None, str | None, bool | N
         return None, None, None
     attempt = running.get("attempts")
     pid = running.get("pid")
-    alive = locks.owner_alive(pid) if isinstance(pid, int) else None
+    alive = None
+    if isinstance(pid, int):
+        try:  # a process started after the state was last written is not its dispatch
+            written: float | None = taskstate.path(repo, task_id).stat().st_mtime
+        except OSError:
+            written = None
+        alive = locks.owner_alive(pid, written=written)
     return (
         attempt if isinstance(attempt, int) and attempt > 0 else None,
         running.get("role") if isinstance(running.get("role"), str) else None,
