@@ -10,6 +10,7 @@ same facts with every key the manual documents, and no other.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import os
 import re
@@ -422,3 +423,19 @@ def test_the_schema_check_catches_a_missing_an_extra_and_a_mistyped_key(standard
     ):
         with pytest.raises(AssertionError):
             conforms(broken, "", keys)
+
+
+def test_two_active_workflows_without_a_session_are_named_not_guessed(standard: Path) -> None:
+    from plan_build.review.layout import WorkflowDir
+    from plan_build.review.workflowfile import create, save
+
+    now = dt.datetime(2026, 12, 3, 10, 0, tzinfo=dt.UTC)
+    for wf_id in ("20261203-100000-aaaaaa", "20261203-100001-bbbbbb"):
+        wdir = WorkflowDir(standard, wf_id)
+        wdir.artifacts.mkdir(parents=True)
+        save(wdir, create(wdir, now, "bench"), now)
+    (standard / "app.py").write_text("x = 1\n")
+    text, data = screen(standard)
+    assert "review: cannot be read: multiple active workflows found: 20261203-100000-aaaaaa" in text
+    assert data["missing"][0].startswith("the review state cannot be read")
+    assert data["next"].startswith("name the one to act on with --workflow ID")

@@ -236,7 +236,7 @@ def gather(
         found = _approval(repo, env, cwd, where) if approval else None
         return replace(facts, approval=found, skipped=tuple(x.warning() for x in res.skipped))
     except PlanBuildError as exc:  # an ambiguous or unreadable workflow: say it, show the rest
-        return ReviewFacts(problem=exc.what)
+        return ReviewFacts(problem=exc.what, next=exc.fix)
 
 
 __all__ = ["RESULTS", "ApprovalFacts", "ReviewFacts", "ReviewerResult", "gather"]

@@ -52,7 +52,10 @@ class StatusFacts:
 def _review_missing(r: reviews.ReviewFacts) -> tuple[str | None, str | None]:
     """What review still lacks for `commit`, and the command that moves it on."""
     if r.problem:
-        return f"the review state cannot be read ({r.problem})", "plan-build review.status"
+        return (
+            f"the review state cannot be read ({r.problem})",
+            r.next or "plan-build review.doctor",
+        )
     if r.status == "active":
         return f"the {PHASE.get(r.phase or '', r.phase)} review is not approved", r.next
     a = r.approval
