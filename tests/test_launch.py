@@ -3,6 +3,7 @@ agents on PATH, a loopback AgentMemory and real git. The stub `claude` records w
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -95,6 +96,11 @@ def test_degraded_mode_is_chosen_by_the_user_and_told_to_claude(
     assert call["env"]["PLAN_BUILD_MEMORY_MODE"] == "degraded"
     assert "Memory is **unavailable**" in call["argv"][-1]
     assert "read the project's `workflow_status` slot" not in call["argv"][-1]
+    # and the session's baseline keeps it, so `status` can tell whoever comes back, and why
+    sid = call["env"]["PLAN_BUILD_SESSION"]
+    meta = json.loads((ready / ".git/plan-build/sessions" / sid / "baseline.json").read_text())
+    assert meta["memory_mode"] == "degraded"
+    assert "memory slots are disabled" in meta["memory_reason"]
 
 
 def test_stop_at_the_memory_question_launches_nothing(

@@ -109,3 +109,24 @@ def test_status_loads_no_reviewer_and_no_psutil(repo: Path) -> None:
     modules, out = loaded(repo, "status", "--json")
     assert [f["path"] for f in json.loads(out)["change"]["files"]] == ["app.py"]
     assert sorted(HEAVY & modules) == []
+
+
+def test_status_with_a_review_and_tasks_loads_no_reviewer_and_no_psutil(reviewed: Path) -> None:
+    """`status` reads the review workflow and TASKS.md (issue 23): still no reviewer, no
+    process killer, no recipe."""
+    from tests.dispatch_support import make_plan
+
+    make_plan(reviewed)
+    subprocess.run(
+        [sys.executable, "-m", "plan_build", "baseline"],
+        cwd=reviewed,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        check=True,
+        capture_output=True,
+    )
+    (reviewed / "src" / "app.py").write_text("fixed\n")
+    modules, out = loaded(reviewed, "status", "--json")
+    data = json.loads(out)
+    assert data["review"]["workflow"] == WF_ID
+    assert data["tasks"]["total"] == 3
+    assert sorted(HEAVY & modules) == []

@@ -36,7 +36,7 @@ OVERVIEW: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         "during a session",
         (
             ("review", "the next review of the plan or of the change"),
-            ("status", "what the session changed since its baseline"),
+            ("status", "where the session stands and what commit still lacks"),
         ),
     ),
     (

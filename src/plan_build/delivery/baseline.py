@@ -69,6 +69,10 @@ class Baseline:
     # paths whose uncommitted changes predate the session (HEAD tree vs work-tree tree): both
     # trees are fixed, so it is counted once here, not on every `status` (None: not recorded)
     pre_existing: int | None = None
+    # the memory mode the launch settled on ("required" / "degraded") and, when degraded, why
+    # (the failing checks): `status` shows it to whoever comes back (None: not launched here)
+    memory_mode: str | None = None
+    memory_reason: str | None = None
 
     @property
     def ref(self) -> str:
@@ -177,7 +181,14 @@ def _commit_tree(repo: Repo, tree: str, parents: list[str], message: str) -> str
     return repo.git(*args, "-F", "-", overlay=_PIN_IDENTITY, input=message).stdout.strip()
 
 
-def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = None) -> Baseline:
+def capture(
+    repo: Repo,
+    *,
+    session_id: str | None = None,
+    mode: str | None = None,
+    memory_mode: str | None = None,
+    memory_reason: str | None = None,
+) -> Baseline:
     """Snapshot the repository as it is now and pin it as session `session_id` (new if None).
 
     Writes only git objects, one private ref and the metadata file; the user's index, work
@@ -224,6 +235,8 @@ def capture(repo: Repo, *, session_id: str | None = None, mode: str | None = Non
         worktree_tree=snap.worktree_tree,
         pin="",
         mode=mode,
+        memory_mode=memory_mode,
+        memory_reason=memory_reason,
     )
     parents = [head] if head else []
     if snap.staged_tree != head_tree:  # keep the staged tree reachable too

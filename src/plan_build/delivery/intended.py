@@ -218,16 +218,21 @@ def compute(repo: Repo, base: Baseline, *, tree: str | None = None, counts: bool
     """The intended change now (or against `tree`, an already taken snapshot). Now is taken
     through the session's kept index (`statusindex`): the same tree, re-hashing less."""
     current = tree or statusindex.tree(repo, base)
-    if counts:  # entries and line counts from one walk of the two trees
-        out = git_bytes(repo, "diff-tree", *_RAW, "--numstat", base.worktree_tree, current)
-        raw, stats = _parse_diff(out)
+    if counts:
+        files = files_between(repo, base.worktree_tree, current)
     else:
-        raw, stats = raw_diff(repo, base.worktree_tree, current), {}
-    files = []
-    for path, (old, new) in raw.items():
-        added, deleted = stats.get(path, (0, 0)) if counts else (0, 0)
-        files.append(FileChange(path, _status(old, new), old, new, added, deleted))
-    return Change(baseline=base, tree=current, files=tuple(files))
+        raw = raw_diff(repo, base.worktree_tree, current)
+        files = tuple(FileChange(p, _status(o, n), o, n, 0, 0) for p, (o, n) in raw.items())
+    return Change(baseline=base, tree=current, files=files)
+
+
+def files_between(repo: Repo, old: str, new: str) -> tuple[FileChange, ...]:
+    """Every file that differs between two trees, with its line counts (one walk of both)."""
+    raw, stats = _parse_diff(git_bytes(repo, "diff-tree", *_RAW, "--numstat", old, new))
+    return tuple(
+        FileChange(path, _status(o, n), o, n, *stats.get(path, (0, 0)))
+        for path, (o, n) in raw.items()
+    )
 
 
 # --- added lines ------------------------------------------------------------------------
@@ -375,10 +380,12 @@ __all__ = [
     "added_lines",
     "compute",
     "display_path",
+    "files_between",
     "git_bytes",
     "index_info",
     "numstat",
     "parse_added",
+    "path_json",
     "raw_diff",
     "read_objects",
     "tree_paths",

@@ -27,13 +27,12 @@ from plan_build.delivery import verifychecks as vc
 from plan_build.delivery.baseline import Baseline
 from plan_build.delivery.intended import Change, display_path
 from plan_build.delivery.verifychecks import DOCUMENTS, HANDOVER, RECORDS, check_secrets
+from plan_build.delivery.verifyrecord import ACCEPTABLE_AT_COMMIT, last_record, record_path
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
 
 MODES = ("standard", "architect")
 DEFAULT_COMMAND_TIMEOUT = 1800.0
-# Failing checks that `commit` lets the user accept at its approval (never an agent).
-ACCEPTABLE_AT_COMMIT = frozenset({"secrets.allowlisted"})
 
 Progress = Callable[[str], None]
 
@@ -137,26 +136,9 @@ class Report:
         }
 
 
-def record_path(repo: Repo, session_id: str) -> Path:
-    return baseline_mod.sessions_dir(repo) / session_id / "verify.json"
-
-
 def save_record(repo: Repo, report: Report) -> None:
     data = {**report.as_json(), "when": report.when}
     fsutil.write_json(repo.in_state(record_path(repo, report.change.baseline.id)), data)
-
-
-def last_record(repo: Repo, session_id: str) -> dict[str, Any] | None:
-    """The last verify record of the session; None when it was never verified."""
-    path = record_path(repo, session_id)
-    fix = "run plan-build verify again (it replaces the record)"
-    try:
-        data = fsutil.read_json(path, fix)
-    except FileNotFoundError:
-        return None
-    if not isinstance(data, dict):
-        raise fsutil.StateFileError(path, "it is not a verify record (not a JSON object)", fix)
-    return data
 
 
 def run_command(

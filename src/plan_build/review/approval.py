@@ -52,9 +52,11 @@ def current_approval(
     cwd: Path | None = None,
     workflow: str | None = None,
     parents: Callable[[], list[int]] | None = None,
+    current: Callable[[], str] | None = None,
 ) -> Approval:
     """Whether the current change has a review approval, for which tree, from which workflow.
 
+    `current` gives the current fingerprint when the caller already took it (`status`).
     Raises PlanBuildError when the answer is ambiguous (several candidate workflows, a
     Claude session hint that does not resolve, a corrupt workflow file)."""
     env = dict(env if env is not None else repo.env or {})
@@ -74,7 +76,7 @@ def current_approval(
             wf.id,
             reason=f"workflow {wf.id} is still in review ({wf.phase} round {wf.round})",
         )
-    now = fingerprint(repo, root)
+    now = current() if current is not None else fingerprint(repo, root)
     if wf is None:
         wf = _best_completed(root, session.session_id if session else None, now)
     if wf is None:

@@ -6,6 +6,8 @@ reviewers that `rounds` runs, so it imports nothing that starts a process.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
 from plan_build.review.ledger import Ledger
 from plan_build.review.roundfiles import RoundRecord, load_round, sha256_file
@@ -14,6 +16,15 @@ from plan_build.review.steps import RoundView, Step
 
 TOKENS = {"plan": "ACCEPT | REJECT | DEFER", "implement": "FIX | REJECT | WONTFIX"}
 PHASE_NAME = {"plan": "plan", "implement": "implementation"}
+
+
+class Where(Protocol):
+    """What judging a round needs of its context: paths as the user reads them, and the
+    change as it is now (a ReviewContext; `status` passes the tree it already took)."""
+
+    def rel(self, path: Path) -> str: ...
+
+    def fingerprint(self) -> str: ...
 
 
 def phase_round(phase: str, round: int) -> str:
@@ -38,7 +49,7 @@ class Problem:
     fix: str | None = None
 
 
-def _unreviewed(ctx: ReviewContext, view: RoundView) -> Problem:
+def _unreviewed(ctx: Where, view: RoundView) -> Problem:
     if view.malformed is not None:
         return Problem(
             f"{ctx.rel(view.review_path)} is not a review ({view.malformed})",
@@ -50,7 +61,7 @@ def _unreviewed(ctx: ReviewContext, view: RoundView) -> Problem:
     )
 
 
-def problems(ctx: ReviewContext, view: RoundView, record: RoundRecord | None) -> list[Problem]:
+def problems(ctx: Where, view: RoundView, record: RoundRecord | None) -> list[Problem]:
     """Why this round cannot be approved as it stands (empty: it can)."""
     out: list[Problem] = []
     if view.step == Step.WORKING:
@@ -92,9 +103,7 @@ def problems(ctx: ReviewContext, view: RoundView, record: RoundRecord | None) ->
     return out
 
 
-def stale(
-    ctx: ReviewContext, record: RoundRecord | None
-) -> tuple[str | None, str | None, bool | None]:
+def stale(ctx: Where, record: RoundRecord | None) -> tuple[str | None, str | None, bool | None]:
     """(reviewed tree, current tree, stale) for an implementation round."""
     reviewed = record.reviewed_tree if record else None
     current = ctx.fingerprint()
@@ -110,7 +119,7 @@ def short(tree: str | None) -> str:
     return tree[:12] if tree else "unknown"
 
 
-def blocking(ctx: ReviewContext, view: RoundView, record: RoundRecord | None) -> list[Problem]:
+def blocking(ctx: Where, view: RoundView, record: RoundRecord | None) -> list[Problem]:
     """Everything that stands between this round and its approval - the one list that
     `review.status`, the review commands and `review.approve` all use (empty: approvable)."""
     out = problems(ctx, view, record)
@@ -162,6 +171,7 @@ __all__ = [
     "REPEAT",
     "TOKENS",
     "Problem",
+    "Where",
     "blocking",
     "phase_round",
     "problems",

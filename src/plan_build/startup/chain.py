@@ -89,7 +89,13 @@ def start(session: Session, req: Request) -> None:
         return
     # Side effects, in order: the baseline (so the archive move belongs to the session's
     # change), then the archive. A failed archive aborts the launch with the records in place.
-    baseline.capture(repo, session_id=session_id, mode=req.mode)
+    baseline.capture(
+        repo,
+        session_id=session_id,
+        mode=req.mode,
+        memory_mode=report.memory_mode,
+        memory_reason=degraded_reason(report),
+    )
     if req.mode == "architect" and req.new:
         done = architect_context(session, repo, new=True, dry_run=False)
         if done != {k: context[k] for k in done}:  # another run took the planned archive name
@@ -124,6 +130,15 @@ def checked(
     if failing and all(c.degradable for c in failing):
         report.memory_mode = "degraded"
     return report
+
+
+def degraded_reason(report: preflight.Report) -> str | None:
+    """Why memory is degraded, in the failing checks' own words (None when it is not)."""
+    if report.memory_mode != "degraded":
+        return None
+    failing = [f"{c.id}: {c.detail}" for c in report.checks if c.failed and c.degradable]
+    text = "; ".join(failing) or "continued without memory at the user's choice"
+    return text if len(text) <= 240 else text[:237] + "..."
 
 
 def go(session: Session, plan: launch.Launch, req: Request, memory_mode: str) -> NoReturn:

@@ -9,11 +9,9 @@ finds the repository and picks one.
 from __future__ import annotations
 
 import re
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
-from urllib.parse import urlsplit
 
 from plan_build import fsutil
 from plan_build.errors import ExitCode, PlanBuildError
@@ -70,6 +68,8 @@ def normalize_origin(url: str) -> str | None:
 
     Credentials and ports are dropped: they never belong in an identity.
     """
+    from urllib.parse import urlsplit
+
     url = url.strip()
     if not url:
         return None
@@ -96,6 +96,8 @@ def normalize_origin(url: str) -> str | None:
 
 
 def propose(repo: Repo) -> str:
+    import uuid  # only when an id is proposed: `status` reads the identity on every run
+
     origin = repo.origin_url()
     return (normalize_origin(origin) if origin else None) or f"local/{uuid.uuid4()}"
 

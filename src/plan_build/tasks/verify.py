@@ -74,52 +74,17 @@ def baseline(c: Any, id: str | None = None, mode: str | None = None, json: bool 
         session.stdout.flush()
 
 
-@command(help={"json": "print the session and its intended change as JSON on stdout"})
+@command(help={"json": "print the same facts as JSON on stdout (every key always present)"})
 def status(c: Any, json: bool = False) -> None:
-    """Show the session's intended change: files and lines added/removed since the baseline."""
-    from plan_build.delivery import baseline as baseline_mod
-    from plan_build.delivery import intended as change_mod
+    """Where the session stands on one screen: change, reviews, tasks, verify, what is missing."""
+    from plan_build.views import status as view
 
-    session, repo = _open()
-    base = baseline_mod.current(repo, session.env, allow_committed=True)
-    con = session.console
-    if base.committed:
-        con.say(f"session {base.id} · committed as {base.committed[:12]} · nothing pending")
-        if json:
-            _print_json(session, {"session": base.id, "committed": base.committed, "change": None})
-        return
-    change = change_mod.compute(repo, base)
-    con.say(f"session {base.id} · {_where(base)} · baseline {base.created}")
-    if change.empty:
-        con.say("  no intended change yet")
-    else:
-        con.say(f"  intended change: {change.summary()}")
-        for f in change.files:
-            counts = "binary" if f.binary else f"+{f.added} −{f.deleted}"
-            con.say(f"    {f.status}  {change_mod.display_path(f.path)}  {counts}")
-    kept = baseline_mod.pre_existing(repo, base)
-    if kept:
-        con.say(f"  kept apart: {kept} path(s) with changes from before the session")
-    head_moved = repo.head() != base.head
-    if head_moved:
-        con.say("  warning: HEAD moved since the baseline; plan-build commit will refuse")
+    session = Session.from_process()
+    facts = view.gather(session.repo, session.env, session.cwd)
+    for line in view.lines(facts, view.next_line(facts, session.env)):
+        session.console.say(line)
     if json:
-        _print_json(
-            session,
-            {
-                "session": base.id,
-                "committed": None,
-                "branch": base.branch,
-                "head": base.head,
-                "head_moved": head_moved,
-                "pre_existing": kept,
-                "change": {
-                    **change.as_json(),
-                    "files": [f.as_json() for f in change.files],
-                    "count": len(change.files),
-                },
-            },
-        )
+        _print_json(session, view.as_json(facts))
 
 
 @command(

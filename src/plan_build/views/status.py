@@ -1,0 +1,378 @@
+"""`plan-build status`: where the session stands, on one screen, and the same facts as JSON.
+
+It reads records only (baseline, review workflow files, TASKS.md and dispatch state, the
+verify record) and takes the work tree once, through the session's kept index; it starts no
+reviewer and re-runs no check. "Missing before commit" follows the refusals of `commit` in
+its own order (repository state, change, review, verification), so what the screen says is
+missing is what `commit` would refuse for.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from plan_build.delivery import baseline as baseline_mod
+from plan_build.gitrepo import Repo
+from plan_build.views import progress
+from plan_build.views.session import SessionFacts
+from plan_build.views.session import gather as gather_session
+
+if TYPE_CHECKING:
+    from plan_build.views import reviews
+
+FORMAT = 1
+MAX_LINES = 30
+WIDTH = 100
+MAX_FILES = 12  # the change's files shown before "and N more" (fewer when the screen is full)
+COMMIT = "plan-build commit"
+NEW_REVIEW = "plan-build review.plan"
+PHASE = {"plan": "plan", "implement": "implementation"}
+
+
+@dataclass(frozen=True)
+class StatusFacts:
+    session: SessionFacts
+    review: reviews.ReviewFacts
+    tasks: progress.TaskFacts
+    verify: progress.VerifyFacts
+    busy: str | None  # an unfinished git operation (a merge, a rebase)
+    missing: tuple[str, ...]
+    next: str  # the one command to run next (or what to do, when no command does it)
+
+    @property
+    def ready(self) -> bool:
+        return self.session.committed is None and not self.missing
+
+
+def _review_missing(r: reviews.ReviewFacts) -> tuple[str | None, str | None]:
+    """What review still lacks for `commit`, and the command that moves it on."""
+    if r.problem:
+        return (
+            f"the review state cannot be read ({r.problem})",
+            r.next or "plan-build review.doctor",
+        )
+    if r.status == "active":
+        return f"the {PHASE.get(r.phase or '', r.phase)} review is not approved", r.next
+    a = r.approval
+    if a is None or a.workflow is None:
+        return None, None  # no review workflow at all: commit goes ahead (and says so)
+    if a.state == "fresh":
+        return None, None
+    if a.state == "stale":
+        return "the implementation review's approval is stale (the change moved since)", (
+            NEW_REVIEW
+        )
+    if a.state == "unknown":
+        return "the approval does not say which change it covered", NEW_REVIEW
+    return f"the implementation review is not approved ({a.reason})", NEW_REVIEW
+
+
+def _verify_missing(v: progress.VerifyFacts) -> str | None:
+    if v.problem:
+        return f"the verify record cannot be read ({v.problem})"
+    if not v.ran:
+        return "verify has not run on this change"
+    if v.stale:
+        return "verify ran on an earlier state of the change"
+    if not v.ok and not v.accepted_at_commit:
+        return f"verification failed ({', '.join(v.failed) or 'see plan-build verify'})"
+    return None
+
+
+def _missing(
+    s: SessionFacts,
+    r: reviews.ReviewFacts,
+    t: progress.TaskFacts,
+    v: progress.VerifyFacts,
+    busy: str | None,
+) -> tuple[tuple[str, ...], str]:
+    """(what is missing, in words; the one next command) as `commit` would see it. A task in
+    progress comes first for the next command, though `commit` does not ask about tasks."""
+    if s.committed:
+        return (), "plan-build plan (the session is committed: start a new one)"
+    out: list[str] = []
+    nexts: list[str] = []
+    p = t.in_progress
+    if p is not None and p.running is False:
+        nexts.append(f"plan-build dispatch {p.id} (resumes it)")
+    elif p is not None and p.running:
+        nexts.append(f"wait for the dispatch of {p.id} to end")
+    if busy:
+        out.append(f"{busy} is in progress")
+        nexts.append("finish or abort it (git status says how)")
+    if s.head_moved:
+        out.append("HEAD moved since the baseline")
+        nexts.append(f"git reset --soft {s.baseline_commit or '<baseline>'} (or commit by hand)")
+    if s.change is not None and s.change.empty:
+        out.append("there is no intended change yet")
+    words, command = _review_missing(r)
+    if words:
+        out.append(words)
+    if command:
+        nexts.append(command)
+    if s.change is None or not s.change.empty:
+        verify = _verify_missing(v)
+        if verify:
+            out.append(verify)
+            nexts.append("plan-build verify")
+    if not out:
+        nexts.append(COMMIT)
+    elif r.workflow is None and (r.approval is None or r.approval.workflow is None):
+        nexts.append(NEW_REVIEW)  # nothing reviewed yet: a session starts with its plan
+    return tuple(out), nexts[0] if nexts else NEW_REVIEW
+
+
+class _Beside(threading.Thread):
+    """Python work (parsing TASKS.md, loading the review rules) done while the main thread
+    waits for git to take the work tree: `status` costs little more than it did."""
+
+    def __init__(self, work: Callable[[], progress.TaskFacts]) -> None:
+        super().__init__(name="status-records", daemon=True)
+        self.work = work
+        self.result = progress.TaskFacts()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.work()
+        except BaseException as exc:  # handed to the main thread, raised there
+            self.error = exc
+
+    def get(self) -> progress.TaskFacts:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _records(repo: Repo) -> progress.TaskFacts:
+    from plan_build.views import reviews  # noqa: F401  (loaded here, used after the snapshot)
+
+    return progress.tasks(repo)
+
+
+def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
+    beside = _Beside(lambda: _records(repo))
+    beside.start()
+    try:
+        s = gather_session(repo, env)
+    except BaseException:
+        beside.join()  # never left running behind an error
+        raise
+    t = beside.get()
+    from plan_build.views import reviews
+
+    tree = s.change.tree if s.change is not None and not s.committed else None
+    r = reviews.gather(repo, env, cwd, tree=tree, since=s.started_at, approval=s.committed is None)
+    v = progress.verification(repo, s.id, tree)
+    busy = None if s.committed else baseline_mod.busy_state(repo)
+    missing, nxt = _missing(s, r, t, v, busy)
+    return StatusFacts(s, r, t, v, busy, missing, nxt)
+
+
+# --- the screen -------------------------------------------------------------------------
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= WIDTH else line[: WIDTH - 1] + "…"
+
+
+def _when(stamp: str | None) -> str:
+    return stamp.replace("T", " ").replace("Z", " UTC") if stamp else "unknown"
+
+
+def _header(f: StatusFacts) -> list[str]:
+    s = f.session
+    lines = [f"session {s.id} · {s.mode or 'mode not recorded'} · started {_when(s.started_at)}"]
+    ident = s.identity.value or "no identity"
+    if s.identity.problem:
+        ident += f" ({s.identity.problem})"
+    memory = f"memory {s.memory.mode}" if s.memory.mode else "memory mode not recorded"
+    if s.memory.mode == "degraded":
+        memory += f" ({s.memory.reason or 'reason not recorded'})"
+    lines.append(f"  repository {ident} · {memory}")
+    base = s.baseline_commit[:12] if s.baseline_commit else "no commit yet"
+    where = f"  baseline {s.branch or 'detached HEAD'} @ {base}"
+    if s.committed:
+        where += f" · committed as {s.committed[:12]} at {_when(s.committed_at)}"
+    lines.append(where)
+    if s.head_moved:
+        now = s.head[:12] if s.head else "no commit"
+        lines.append(f"  warning: HEAD moved since the baseline (now {now}); commit will refuse")
+    return lines
+
+
+def _change(f: StatusFacts, room: int) -> list[str]:
+    s, c = f.session, f.session.change
+    if c is None:
+        return ["intended change: unknown (the session belongs to another worktree)"]
+    what = "committed change" if s.committed else "intended change"
+    if c.empty:
+        return [f"{what}: none"] if s.committed else ["no intended change yet"]
+    lines = [f"{what}: {c.summary()}"]
+    shown = list(c.files)
+    if len(shown) > room:
+        shown = shown[: max(room - 1, 1)]
+    for fc in shown:
+        counts = "binary" if fc.binary else f"+{fc.added} −{fc.removed}"
+        lines.append(f"  {fc.status}  {fc.path}  {counts}")
+    if len(shown) < len(c.files):
+        lines.append(f"  … and {len(c.files) - len(shown)} more")
+    if s.pre_existing:
+        lines.append(f"  kept apart: {s.pre_existing} path(s) with changes from before the session")
+    return lines
+
+
+_NAMES = {"codex": "Codex", "coderabbit": "CodeRabbit"}
+
+
+def _review(f: StatusFacts) -> list[str]:
+    r = f.review
+    if r.problem:
+        return [f"review: cannot be read: {r.problem}"]
+    skipped = [f"  {w}" for w in r.skipped[:2]]
+    if len(r.skipped) > 2:
+        skipped.append(f"  … and {len(r.skipped) - 2} more skipped")
+    if r.workflow is None:
+        a = r.approval
+        if a is not None and a.workflow is not None:
+            return [f"review: no workflow in progress · approval {a.state} ({a.reason})", *skipped]
+        return ["review: none (no review workflow for this change)", *skipped]
+    where = f"active · step {r.step}" if r.status == "active" else r.status
+    lines = [f"review: workflow {r.workflow} · {r.label} · {where}"]
+    if r.reviewers:
+        parts = []
+        for rv in r.reviewers:
+            name = _NAMES.get(rv.name, rv.name)
+            result = rv.result or "result unknown"
+            if rv.result in ("failed", "skipped") and rv.reason:
+                result += f" ({rv.reason})"
+            if rv.round != r.round:
+                result += f" in round {rv.round}"
+            parts.append(f"{name} {result}")
+        lines.append("  reviewers: " + " · ".join(parts))
+    if r.findings:
+        opened = ", ".join(f"{n} {sev}" for sev, n in r.open_by_severity.items() if n)
+        lines.append(f"  findings: {r.findings} · open: {opened or 'none'}")
+    if r.missing_decisions:
+        ids = list(r.missing_decisions)
+        shown = ", ".join(ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+        lines.append(f"  decisions missing: {shown}")
+    a = r.approval
+    if a is not None and r.status != "active":
+        reason = a.reason.removeprefix(f"workflow {a.workflow}: ")  # the line above names it
+        lines.append(f"  approval: {a.state} · {reason}")
+    elif r.status == "active":
+        lines.append("  approval: none yet (the workflow is still in review)")
+    return [*lines, *skipped]
+
+
+def _tasks(f: StatusFacts) -> list[str]:
+    t = f.tasks
+    if not t.present:
+        return []
+    if t.problem and not t.total:
+        return [f"tasks: TASKS.md cannot be read: {t.problem}"]
+    counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in t.counts.items() if n)
+    lines = [f"tasks: {t.total} · {counts or 'none'}" + (f" · {t.problem}" if t.problem else "")]
+    p = t.in_progress
+    if p is not None:
+        attempt = f"attempt {p.attempt}" if p.attempt else "attempt unknown"
+        if p.role:
+            attempt += f" ({p.role})"
+        lines.append(f"  in progress: {p.id} {p.title} · {attempt}")
+        if p.running is False:
+            lines.append(f"  its dispatch is not running: plan-build dispatch {p.id} resumes it")
+    elif t.last_dispatch:
+        d = t.last_dispatch
+        lines.append(f"  last dispatch: {d['task']} → {d['status']} ({d['reason']})")
+    return lines
+
+
+def _verify(f: StatusFacts) -> list[str]:
+    v = f.verify
+    if v.problem:
+        return [f"verify: cannot be read: {v.problem}"]
+    if not v.ran:
+        return ["verify: not run yet"]
+    result = "passed" if v.ok else "failed: " + ", ".join(v.failed or ("see plan-build verify",))
+    if f.session.committed:
+        fresh = ""
+    elif v.stale is None:
+        fresh = " · freshness unknown"
+    else:
+        fresh = " · stale (the change moved since)" if v.stale else " · current"
+    return [f"verify: {result} at {_when(v.at)}{fresh}"]
+
+
+def _wrap(text: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, subsequent_indent="  ", break_on_hyphens=False)
+
+
+def _tail(f: StatusFacts, next_line: str) -> list[str]:
+    if f.session.committed:
+        lines = ["nothing pending: the session is committed"]
+    elif f.missing:
+        lines = _wrap("missing before commit: " + "; ".join(f.missing))
+    else:
+        lines = ["ready to commit: review and verification hold for this change"]
+    return [*lines, *_wrap(next_line)]
+
+
+PERSON_ONLY = (COMMIT, "plan-build review.approve --workflow")
+
+
+def next_line(f: StatusFacts, env: Mapping[str, str]) -> str:
+    """`next: …`; a command only a person may run is put to an agent as a request to ask."""
+    if f.next.startswith(PERSON_ONLY):
+        from plan_build.interact import next_command
+
+        return next_command(env, f.next)
+    return f"next: {f.next}"
+
+
+def lines(f: StatusFacts, next_line: str) -> list[str]:
+    """The screen: at most MAX_LINES lines of at most WIDTH columns; `next_line` is the
+    `next: …` line as the caller words it (for a person, or for an agent)."""
+    head = _header(f)
+    rest = [*_review(f), *_tasks(f), *_verify(f), *_tail(f, next_line)]
+    fixed = len(head) + len(rest) + 3  # the change's summary, "and N more", "kept apart"
+    room = max(1, min(MAX_FILES, MAX_LINES - fixed))
+    out = [*head, *_change(f, room), *rest]
+    if len(out) > MAX_LINES:  # never: each part is bounded; kept as the promise's guard
+        out = [*out[: MAX_LINES - 1], out[-1]]
+    return [_cut(line) for line in out]
+
+
+# --- JSON -------------------------------------------------------------------------------
+
+
+def as_json(f: StatusFacts) -> dict[str, Any]:
+    """Every key always present (null where unknown); the older `status --json` keys kept."""
+    s = f.session
+    return {
+        "format": FORMAT,
+        "session": s.id,
+        "committed": s.committed,
+        "branch": s.branch,
+        "head": s.head,
+        "head_moved": s.head_moved,
+        "pre_existing": s.pre_existing,
+        "change": s.change.as_json() if s.change is not None else None,
+        "session_header": s.as_json(),
+        "review": f.review.as_json(),
+        "tasks": f.tasks.as_json(),
+        "verify": f.verify.as_json(),
+        "busy": f.busy,
+        "ready": f.ready,
+        "missing": list(f.missing),
+        "next": f.next,
+    }
+
+
+__all__ = ["MAX_LINES", "WIDTH", "StatusFacts", "as_json", "gather", "lines", "next_line"]
