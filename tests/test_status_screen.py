@@ -397,8 +397,13 @@ def test_a_damaged_workflow_is_one_line_and_the_rest_still_shows(standard: Path)
     text, data = screen(standard)
     assert "intended change: 1 file, +1 −0" in text
     assert data["review"]["workflow"] is None
-    assert "  skipped workflow folder 20261203-100000-abcdef: " in text
-    assert data["review"]["skipped"][0].startswith("skipped workflow folder 20261203-100000-abcdef")
+    # the only workflow folder is broken: commit would stop on it, so status says so and
+    # gives the fix as the next step (docs/review.md, difference 19)
+    assert "review: cannot be read: workflow folder 20261203-100000-abcdef is broken" in text
+    assert data["missing"][0] == (
+        "the review state cannot be read (workflow folder 20261203-100000-abcdef is broken)"
+    )
+    assert "broken-workflows" in data["next"]
     assert "verify: not run yet" in text
 
 

@@ -53,7 +53,7 @@ def _review_missing(r: reviews.ReviewFacts) -> tuple[str | None, str | None]:
     """What review still lacks for `commit`, and the command that moves it on."""
     if r.problem:
         return (
-            f"the review state cannot be read ({r.problem})",
+            f"the review state cannot be read ({r.problem.split(': ', 1)[0]})",
             r.next or "plan-build review.doctor",
         )
     if r.status == "active":
