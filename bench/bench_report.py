@@ -18,8 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from plan_build.views import report as view  # noqa: E402
 from tests.support import stories  # noqa: E402
+
+from plan_build.views import report as view  # noqa: E402
 
 ROUNDS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
 LIMIT_S, LIMIT_MB = 1.0, 3.0
