@@ -155,6 +155,18 @@ def reviews(
     return rounds, events
 
 
+def _began(end: str, seconds: float | None) -> str:
+    """When something that ended at `end` and took `seconds` began (records stamp the end)."""
+    import datetime as dt
+
+    from plan_build import clock
+
+    moment = clock.parse(end)
+    if moment is None or not seconds:
+        return end
+    return clock.stamp(moment - dt.timedelta(seconds=seconds))
+
+
 def _span(start: str | None, end: str | None) -> float | None:
     from plan_build import clock
 
@@ -276,11 +288,8 @@ def dispatches(
         for a, raw in zip(runs, attempts.get(did, []), strict=True):
             by_role.setdefault(a.role, []).append(raw.get("tokens"))
             kind = "dispatch" if a.number <= 1 else "correction"
-            events.append(
-                st.Event(
-                    kind, f"{task_id} attempt {a.number} ({a.role}): {a.outcome}", a.at, a.seconds
-                )
-            )
+            label = f"{task_id} attempt {a.number} ({a.role}): {a.outcome}"
+            events.append(st.Event(kind, label, _began(a.at, a.seconds), a.seconds))
     tokens = {role: telemetry.sum_tokens(values) for role, values in sorted(by_role.items())}
     return tasks, events, tokens, recipes, archived
 
