@@ -174,3 +174,14 @@ def test_a_committed_session_reports_its_commit(repo: Path, private_home: Path) 
     assert story.outcome.startswith("committed as ")
     assert [f.path for f in story.files] == ["new.txt"]
     assert [e.kind for e in story.events] == ["baseline", "commit"]
+
+
+def test_a_verify_command_shows_the_tail_of_its_log(repo: Path) -> None:
+    r = gitrepo.discover(repo)
+    baseline.capture(r, session_id="s1")
+    logs = r.state_dir / "sessions" / "s1" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "unit_tests.log").write_text("".join(f"line {i}\n" for i in range(40)))
+    tail = storyread._tail(r, "s1", "command.unit tests")
+    assert tail.splitlines() == [f"line {i}" for i in range(25, 40)]
+    assert storyread._tail(r, "s1", "secrets") == ""

@@ -106,7 +106,9 @@ def story(
         True,
         False,
         (
-            st.VerifyCheck("command.test", "pass", "12 passed", 3.2),
+            st.VerifyCheck(
+                "command.test", "pass", "pytest -q (3.2s)", 3.2, "....\n12 passed in 3.1s"
+            ),
             st.VerifyCheck("secrets", "pass", "no secret in the change", 0.4),
         ),
     )

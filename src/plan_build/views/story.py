@@ -106,6 +106,7 @@ class VerifyCheck:
     status: str
     detail: str
     seconds: float | None
+    tail: str = ""  # a command's last output lines, from its log (already redacted there)
 
 
 @dataclass(frozen=True)

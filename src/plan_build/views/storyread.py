@@ -297,6 +297,23 @@ def dispatches(
 # --- verify, outcome ------------------------------------------------------------------------
 
 
+TAIL_LINES = 15
+
+
+def _tail(repo: Repo, sid: str, check_id: str) -> str:
+    """The last lines of a verify command's log (verify names it after the command)."""
+    from plan_build.delivery.baseline import sessions_dir
+
+    if not check_id.startswith("command."):
+        return ""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", check_id.removeprefix("command."))
+    try:
+        text = (sessions_dir(repo) / sid / "logs" / f"{safe}.log").read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-TAIL_LINES:])
+
+
 def verification(repo: Repo, sid: str, tree: str | None) -> st.VerifyStory | None:
     from plan_build.delivery import verifyrecord
 
@@ -316,6 +333,7 @@ def verification(repo: Repo, sid: str, tree: str | None) -> st.VerifyStory | Non
                 str(c.get("status")),
                 str(c.get("detail") or ""),
                 c.get("seconds") if isinstance(c.get("seconds"), int | float) else None,
+                _tail(repo, sid, str(c.get("id"))),
             )
             for c in rows or []
             if isinstance(c, dict)
