@@ -93,6 +93,18 @@ def portable(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def browser(session: nox.Session) -> None:
+    """The HTML report in headless Chromium (Debian's `chromium`, installed with apt-get when
+    missing; the test skips, saying why, only where it cannot be installed)."""
+    import shutil
+
+    if not __import__("pathlib").Path("/usr/bin/chromium").exists() and shutil.which("apt-get"):
+        session.run("apt-get", "install", "-y", "chromium", external=True, success_codes=[0, 100])
+    session.install("-e", ".[test,browser]")
+    session.run("pytest", "-m", "browser", "-n", "0", *session.posargs)
+
+
+@nox.session(python=PYTHON, default=False)
 def contract(session: nox.Session) -> None:
     """The contract suite against the real claude and codex CLIs (installs them with npm)."""
     session.install("-e", ".[test]")

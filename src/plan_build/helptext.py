@@ -37,6 +37,7 @@ OVERVIEW: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         (
             ("review", "the next review of the plan or of the change"),
             ("status", "where the session stands and what commit still lacks"),
+            ("report", "the whole session as one page (HTML) or Markdown"),
         ),
     ),
     (

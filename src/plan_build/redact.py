@@ -287,11 +287,34 @@ def refuse_secrets(text: str, where: str, env: Mapping[str, str], *, fix: str) -
         )
 
 
+def clean_many(
+    texts: Sequence[str], env: Mapping[str, str], paths: Sequence[tuple[str, str]] = ()
+) -> list[str]:
+    """Each text redacted, in one scan of them all (a report holds thousands of short texts;
+    one detect-secrets pass each would cost seconds), then each machine path in `paths`
+    shown as its stand-in (the repository as `.`, the home as `~`; longest first). A text's
+    line breaks come back as newlines."""
+    pieces = [t.splitlines() or [""] for t in texts]
+    joined = "\n".join(line for lines in pieces for line in lines)
+    out = clean(joined, env).split("\n")
+    result: list[str] = []
+    at = 0
+    for lines in pieces:
+        text = "\n".join(out[at : at + len(lines)])
+        at += len(lines)
+        for path, shown in paths:
+            if path not in ("", "/"):
+                text = text.replace(path, shown)
+        result.append(text)
+    return result
+
+
 __all__ = [
     "NOISY",
     "Finding",
     "Hit",
     "clean",
+    "clean_many",
     "engine",
     "redact",
     "refuse_secrets",

@@ -1,4 +1,4 @@
-"""Session-end tasks: baseline, status, verify, commit (thin wrappers over the steps)."""
+"""Session-end tasks: baseline, status, verify, commit, report (thin wrappers over the steps)."""
 
 from __future__ import annotations
 
@@ -162,4 +162,52 @@ def commit(c: Any, message: str | None = None) -> None:
     session.stdout.flush()
 
 
-TASKS: list[Any] = [baseline, status, verify_task, commit]
+@command(
+    help={
+        "session": "the session to report (default: this worktree's session, as status)",
+        "format": "html (default: one self-contained page) or md (for a pull request)",
+        "out": "write here (default: .git/plan-build/sessions/<id>/report.<format>)",
+        "list": "list the sessions this repository records, and write nothing",
+    }
+)
+def report(
+    c: Any,
+    session: str | None = None,
+    format: str = "html",
+    out: str | None = None,
+    list: bool = False,
+) -> None:
+    """The whole session as a page: timeline, change, reviews, tasks, verify, telemetry."""
+    from pathlib import Path
+
+    from plan_build.views import report as view
+    from plan_build.views import storyread
+
+    if format not in view.FORMATS:
+        raise usage(f"--format must be html or md, not {format!r}", "plan-build report --format md")
+    ses, repo = _open()
+    if list:
+        rows = storyread.session_ids(repo)
+        for sid, started, committed in rows:
+            state = f"committed as {committed[:12]}" if committed else "not committed"
+            ses.stdout.write(f"{sid}  started {started}  {state}\n")
+        if not rows:
+            ses.console.say("no session recorded yet (plan-build plan or architect starts one)")
+        ses.stdout.flush()
+        return
+    path = view.make(
+        repo,
+        ses.env,
+        ses.cwd,
+        home=ses.home,
+        templates=ses.resources.templates,
+        session_id=session or None,
+        fmt=format,
+        out=Path(out) if out else None,
+    )
+    ses.console.say(f"report written: {path}")
+    ses.stdout.write(f"{path}\n")
+    ses.stdout.flush()
+
+
+TASKS: list[Any] = [baseline, status, verify_task, commit, report]

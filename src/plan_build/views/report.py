@@ -1,0 +1,180 @@
+"""`plan-build report`: a session's story as one self-contained HTML page, or as Markdown.
+
+Every text in the story goes through redaction first (one scan of them all), the repository
+shown as `.` and the home as `~`. The HTML template autoescapes (reviewer and agent texts are
+untrusted) and references nothing outside the page: inline CSS, an inline SVG timeline. The
+diff is bounded: past MAX_DIFF characters it stops at a line and says how much was left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from plan_build.views import story as st
+
+if TYPE_CHECKING:
+    from plan_build.gitrepo import Repo
+
+FORMATS = ("html", "md")
+MAX_DIFF = 200_000  # characters of the diff shown; the rest is counted, not shown
+KIND_LANE = {
+    "baseline": 0,
+    "review": 1,
+    "decisions": 2,
+    "dispatch": 3,
+    "correction": 3,
+    "verify": 4,
+    "commit": 4,
+}
+LANES = ("session", "reviews", "decisions", "dispatch", "verify · commit")
+WIDTH, LEFT, RIGHT, LANE_H, TOP = 960, 130, 20, 28, 24
+
+
+def redacted(story: st.Story, env: Mapping[str, str], paths: Sequence[tuple[str, str]]) -> st.Story:
+    """The story with every string redacted and machine paths replaced, in one scan."""
+    from plan_build import redact
+
+    texts = st.strings(story)
+    clean = iter(redact.clean_many(texts, env, paths))
+    return st.map_strings(story, lambda _s: next(clean))
+
+
+def bounded_diff(diff: str, limit: int = MAX_DIFF) -> tuple[str, str | None]:
+    """(the diff shown, what was left out in words, or None when nothing was)."""
+    if len(diff) <= limit:
+        return diff, None
+    cut = diff.rfind("\n", 0, limit) + 1 or limit
+    shown, rest = diff[:cut], diff[cut:]
+    lines = rest.count("\n") + (0 if rest.endswith("\n") else 1)
+    files = rest.count("\ndiff --git ") + (1 if rest.startswith("diff --git ") else 0)
+    more = f", {files} more file(s) among them" if files else ""
+    return shown, (
+        f"{lines} more line(s) ({len(rest):,} characters) of the diff are left out{more}: "
+        "see them with git diff"
+    )
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return ""
+    if value < 60:
+        return f"{value:.1f} s"
+    return f"{int(value // 60)} min {int(value % 60)} s"
+
+
+def timeline(events: Sequence[st.Event]) -> dict[str, Any]:
+    """The SVG timeline's geometry: one mark per event, x by time, a lane per kind."""
+    from plan_build import clock
+
+    moments = [clock.parse(e.at) for e in events]
+    known = [m for m in moments if m is not None]
+    t0 = min(known) if known else None
+    span = max(((max(known) - t0).total_seconds() if t0 else 0.0), 1.0)
+    usable = WIDTH - LEFT - RIGHT
+    marks = []
+    for i, (e, m) in enumerate(zip(events, moments, strict=True)):
+        offset = (m - t0).total_seconds() if m is not None and t0 is not None else 0.0
+        x = (
+            LEFT + usable * offset / span
+            if m is not None
+            else LEFT + usable * i / max(len(events), 1)
+        )
+        width = usable * (e.seconds or 0.0) / span
+        lane = KIND_LANE.get(e.kind, 4)
+        marks.append(
+            {
+                "x": round(x, 1),
+                "y": TOP + lane * LANE_H,
+                "w": round(min(width, WIDTH - RIGHT - x), 1),
+                "kind": e.kind,
+                "title": f"{e.label} · {e.at}" + (f" · {_seconds(e.seconds)}" if e.seconds else ""),
+            }
+        )
+    return {
+        "width": WIDTH,
+        "height": TOP + len(LANES) * LANE_H + 10,
+        "left": LEFT,
+        "lanes": [{"name": n, "y": TOP + i * LANE_H} for i, n in enumerate(LANES)],
+        "marks": marks,
+        "span": _seconds(span if known else None) or "unknown",
+    }
+
+
+def _tokens(value: dict[str, int] | str) -> str:
+    if not isinstance(value, dict):
+        return st.UNKNOWN
+    return ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in value.items()) or st.UNKNOWN
+
+
+def render(story: st.Story, fmt: str, templates: Path) -> str:
+    """The page (`html`) or the Markdown (`md`) of an already redacted story."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=fmt == "html",  # noqa: S701 - Markdown escapes its cells itself (md)
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["seconds"] = _seconds
+    env.filters["tokens"] = _tokens
+    env.filters["md"] = _md_cell
+    diff, left_out = bounded_diff(story.diff)
+    context = {
+        "s": story,
+        "h": story.header,
+        "diff": diff,
+        "left_out": left_out,
+        "timeline": timeline(story.events),
+        "added": sum(f.added or 0 for f in story.files),
+        "removed": sum(f.removed or 0 for f in story.files),
+        "fence": "`" * max(3, _longest_backticks(diff) + 1),
+    }
+    return env.get_template(f"report/report.{fmt}.j2").render(**context)
+
+
+def _longest_backticks(text: str) -> int:
+    import re
+
+    return max((len(m) for m in re.findall(r"`+", text)), default=0)
+
+
+def _md_cell(text: object) -> str:
+    """Text for a GitHub table cell or list item: no pipe, newline or HTML is taken as such."""
+    value = "" if text is None else str(text)
+    for a, b in (("\\", "\\\\"), ("|", "\\|"), ("<", "&lt;"), (">", "&gt;"), ("`", "\\`")):
+        value = value.replace(a, b)
+    return " ".join(value.split())
+
+
+def make(
+    repo: Repo,
+    env: Mapping[str, str],
+    cwd: Path,
+    *,
+    home: Path,
+    templates: Path,
+    session_id: str | None,
+    fmt: str,
+    out: Path | None,
+) -> Path:
+    """Gather, redact, render and write the report; the path written."""
+    from plan_build import fsutil
+    from plan_build.views import storyread
+
+    story = storyread.gather(repo, env, cwd, session_id)
+    paths = sorted({(str(repo.root), "."), (str(home), "~")}, key=lambda p: len(p[0]), reverse=True)
+    text = render(redacted(story, env, paths), fmt, templates)
+    if out is None:
+        out = repo.in_state(repo.state_dir / "sessions" / story.header.id / f"report.{fmt}")
+    elif out.is_dir():
+        out = out / f"report.{fmt}"
+    fsutil.atomic_write(out, text)
+    return out
+
+
+__all__ = ["FORMATS", "MAX_DIFF", "bounded_diff", "make", "redacted", "render", "timeline"]

@@ -1,0 +1,201 @@
+"""A session's story: every event its records hold, as plain data the report renders.
+
+The model only; `storyread` fills it from the records. Kept apart so a report can be drawn
+from a story built by hand (the golden files, the benchmark) exactly as from a real one.
+Every fact no record holds is None (shown as "unknown"), never a guess: token counts are an
+exact figure or "unknown", never an estimate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+UNKNOWN = "unknown"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One mark on the timeline."""
+
+    kind: str  # baseline | review | decisions | dispatch | correction | verify | commit
+    label: str
+    at: str  # UTC, ISO 8601
+    seconds: float | None = None  # how long it took (None: a moment, or not recorded)
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    status: str
+    added: int | None  # None: binary
+    removed: int | None
+
+
+@dataclass(frozen=True)
+class FindingRow:
+    id: str
+    severity: str
+    reviewer: str
+    location: str | None  # file:line when the finding names one
+    text: str
+    decision: str | None  # FIX / ACCEPT / REJECT / DEFER / WONTFIX; None: undecided
+    reason: str | None
+    outcome: str  # the ledger's outcome: FIX / NO-CHANGE / OPEN
+
+
+@dataclass(frozen=True)
+class ReviewerRow:
+    name: str
+    result: str  # clean / findings / failed / skipped / unknown
+    seconds: float | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class RoundStory:
+    workflow: str
+    phase: str
+    round: int
+    started_at: str | None
+    finished_at: str | None
+    reviewers: tuple[ReviewerRow, ...]
+    findings: tuple[FindingRow, ...]
+    approved_at: str | None
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    name: str
+    passed: bool | None
+    exit: int | None
+    seconds: float | None
+
+
+@dataclass(frozen=True)
+class AttemptStory:
+    number: int
+    role: str
+    at: str
+    seconds: float | None
+    outcome: str
+    changed_files: int | None
+    outside_scope: int | None
+    checks: tuple[CheckRow, ...]
+    tokens: dict[str, int] | str  # exact, or "unknown"
+
+
+@dataclass(frozen=True)
+class TaskStory:
+    id: str
+    title: str
+    scope: tuple[str, ...]
+    dispatch: str
+    outcome: str | None
+    reason: str | None
+    attempts: tuple[AttemptStory, ...]
+    evidence: str | None  # the evidence block the dispatch wrote into TASKS.md
+
+
+@dataclass(frozen=True)
+class VerifyCheck:
+    id: str
+    status: str
+    detail: str
+    seconds: float | None
+    tail: str = ""  # a command's last output lines, from its log (already redacted there)
+
+
+@dataclass(frozen=True)
+class VerifyStory:
+    at: str | None
+    ok: bool
+    stale: bool | None
+    checks: tuple[VerifyCheck, ...]
+
+
+@dataclass(frozen=True)
+class Header:
+    id: str
+    mode: str | None
+    started_at: str
+    branch: str | None
+    baseline_commit: str | None
+    committed: str | None
+    committed_at: str | None
+    memory_mode: str | None
+    memory_reason: str | None
+    identity: str | None
+
+
+@dataclass(frozen=True)
+class Story:
+    header: Header
+    outcome: str  # "committed as <sha>" / "ready to commit" / "missing: …"
+    files: tuple[FileRow, ...]
+    diff: str
+    rounds: tuple[RoundStory, ...]
+    tasks: tuple[TaskStory, ...]
+    verify: VerifyStory | None
+    tokens: dict[str, dict[str, int] | str]  # per role: exact figures, or "unknown"
+    recipes: tuple[str, ...]  # the recipe fingerprints the dispatches ran with
+    events: tuple[Event, ...]
+    archived: bool = False  # an architect session whose records were archived since
+
+    @property
+    def empty(self) -> bool:
+        """Nothing happened yet but the baseline."""
+        return all(e.kind == "baseline" for e in self.events) and not self.files
+
+
+def map_strings(value: T, fn: Callable[[str], str]) -> T:
+    """`value` with `fn` applied to every string inside it (dataclasses, tuples, dicts)."""
+    out: Any
+    if isinstance(value, str):
+        out = fn(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {
+            f.name: map_strings(getattr(value, f.name), fn) for f in dataclasses.fields(value)
+        }
+        out = dataclasses.replace(value, **changes)
+    elif isinstance(value, tuple):
+        out = tuple(map_strings(v, fn) for v in value)
+    elif isinstance(value, dict):
+        out = {map_strings(k, fn): map_strings(v, fn) for k, v in value.items()}
+    else:
+        out = value
+    return out  # type: ignore[no-any-return]
+
+
+def strings(value: object) -> list[str]:
+    """Every string inside `value`, in the order `map_strings` visits them."""
+    found: list[str] = []
+
+    def keep(s: str) -> str:
+        found.append(s)
+        return s
+
+    map_strings(value, keep)
+    return found
+
+
+__all__ = [
+    "UNKNOWN",
+    "AttemptStory",
+    "CheckRow",
+    "Event",
+    "FileRow",
+    "FindingRow",
+    "Header",
+    "ReviewerRow",
+    "RoundStory",
+    "Story",
+    "TaskStory",
+    "VerifyCheck",
+    "VerifyStory",
+    "map_strings",
+    "strings",
+]

@@ -1,0 +1,187 @@
+"""`plan-build report`: the session as one self-contained page, or as Markdown.
+
+Goldens of a hand-built story (every kind of event) for both formats; hostile reviewer text
+shown as text; a planted token and the home directory never reach the page; the diff's size
+bound; an unknown session id; a session with only its baseline, read from real records.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from plan_build import gitrepo
+from plan_build.delivery import baseline
+from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.views import report as view
+from plan_build.views import story as st
+from plan_build.views import storyread
+from tests.conftest import ROOT, git, run_cli
+from tests.support import stories
+
+GOLDEN = Path(__file__).parent / "golden" / "report"
+TEMPLATES = ROOT / "templates"
+TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs (UPDATE_GOLDEN=1 regenerates it)"
+
+
+@pytest.mark.parametrize("fmt", ["html", "md"])
+def test_both_formats_match_their_golden_files(fmt: str) -> None:
+    text = view.render(view.redacted(stories.story(), {}, ()), fmt, TEMPLATES)
+    _golden(f"report.{fmt}", text)
+
+
+def test_the_html_page_references_nothing_outside_itself() -> None:
+    page = view.render(stories.story(), "html", TEMPLATES)
+    assert not re.search(r"<(script|link|iframe|object|embed)\b", page, re.IGNORECASE)
+    assert not re.search(r"<[^>]*\b(src|href)\s*=", page)  # no tag's attribute loads anything
+    assert "url(" not in page
+    assert "@import" not in page
+    assert "default-src 'none'" in page  # and the page forbids it besides
+
+
+def test_hostile_finding_text_is_shown_as_text_in_html_and_markdown() -> None:
+    s = stories.story()
+    page = view.render(s, "html", TEMPLATES)
+    assert "<script>document.title" not in page
+    assert "<img src=x" not in page
+    assert "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;" in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    md = view.render(s, "md", TEMPLATES)
+    assert "<script>" not in md
+    assert "<img" not in md
+    assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in md
+
+
+def test_one_timeline_mark_per_event_with_durations() -> None:
+    s = stories.story()
+    page = view.render(s, "html", TEMPLATES)
+    assert page.count('<g class="event"') == len(s.events)
+    assert '<rect class="mark k-review"' in page  # a review's minute drawn as a bar
+    assert "1.0 min 0 s" not in page
+    assert "1 min 0 s" in page
+
+
+def test_a_planted_token_and_the_home_directory_never_reach_either_format(
+    private_home: Path,
+) -> None:
+    s = stories.story()
+    leaky = st.FindingRow(
+        "HIGH-9",
+        "HIGH",
+        "codex",
+        None,
+        f"token {TOKEN} in {private_home}/proj/x.py",
+        None,
+        None,
+        "OPEN",
+    )
+    r0 = s.rounds[0]
+    s = st.Story(
+        **{**s.__dict__, "rounds": (st.RoundStory(**{**r0.__dict__, "findings": (leaky,)}),)}
+    )
+    clean = view.redacted(s, {"DEMO_API_TOKEN": "s3cr3t-value-123"}, [(str(private_home), "~")])
+    for fmt in ("html", "md"):
+        text = view.render(clean, fmt, TEMPLATES)
+        assert TOKEN not in text
+        assert str(private_home) not in text
+        assert "withheld by plan-build" in text
+
+
+def test_an_environment_secret_is_withheld_too() -> None:
+    s = stories.story()
+    s = st.Story(**{**s.__dict__, "diff": "+password = s3cr3t-value-123\n"})
+    text = view.render(
+        view.redacted(s, {"DEMO_API_TOKEN": "s3cr3t-value-123"}, ()), "md", TEMPLATES
+    )
+    assert "s3cr3t-value-123" not in text
+    assert "$DEMO_API_TOKEN" in text
+
+
+def test_a_large_diff_is_cut_at_a_line_and_says_what_was_left_out() -> None:
+    s = stories.story(diff_lines=60_000)
+    page = view.render(s, "html", TEMPLATES)
+    shown, note = view.bounded_diff(s.diff)
+    assert note is not None
+    assert len(shown) <= view.MAX_DIFF
+    assert shown.endswith("\n")
+    left = s.diff.count("\n") - shown.count("\n")
+    assert f"{left} more line(s)" in page
+    assert len(page) < view.MAX_DIFF + 60_000
+    small = view.render(stories.story(), "html", TEMPLATES)
+    assert 'id="left-out"' not in small
+
+
+def test_an_unknown_session_is_exit_2_naming_the_list_command(repo: Path) -> None:
+    r = gitrepo.discover(repo)
+    baseline.capture(r, session_id="s1")
+    with pytest.raises(PlanBuildError) as err:
+        storyread.gather(r, {}, repo, "nope")
+    assert err.value.code == ExitCode.USAGE
+    assert "plan-build report --list" in (err.value.fix or "")
+
+
+def test_a_baseline_only_session_gives_a_page_that_says_so(repo: Path, private_home: Path) -> None:
+    r = gitrepo.discover(repo)
+    baseline.capture(r, session_id="s1", mode="standard")
+    out = view.make(
+        r, {}, repo, home=private_home, templates=TEMPLATES, session_id=None, fmt="html", out=None
+    )
+    assert out == r.state_dir / "sessions" / "s1" / "report.html"
+    page = out.read_text()
+    assert 'id="empty"' in page
+    assert "Nothing has happened in this session yet" in page
+    assert page.count('<g class="event"') == 1  # the baseline
+    assert str(repo) not in page
+    assert str(private_home) not in page
+
+
+def test_the_command_writes_the_page_and_prints_its_path(repo: Path) -> None:
+    baseline.capture(gitrepo.discover(repo), session_id="s1")
+    (repo / "new.txt").write_text("hello\n")
+    got = run_cli("report", "--format", "md", cwd=repo)
+    assert got.code == 0, got.stderr
+    path = Path(got.stdout.strip())
+    assert path.name == "report.md"
+    assert "`new.txt`" in path.read_text()
+    listed = run_cli("report", "--list", cwd=repo)
+    assert listed.stdout.startswith("s1  started ")
+    bad = run_cli("report", "--session", "nope", cwd=repo)
+    assert bad.code == 2
+    assert "plan-build report --list" in bad.stderr
+    assert run_cli("report", "--format", "pdf", cwd=repo).code == 2
+
+
+def test_a_committed_session_reports_its_commit(repo: Path, private_home: Path) -> None:
+    r = gitrepo.discover(repo)
+    baseline.capture(r, session_id="s1")
+    (repo / "new.txt").write_text("hello\n")
+    git(repo, "add", "new.txt")
+    git(repo, "commit", "-qm", "the change")
+    base = baseline.load(r, "s1")
+    baseline.mark_committed(r, base, r.head() or "")
+    story = storyread.gather(r, {}, repo, "s1")
+    assert story.outcome.startswith("committed as ")
+    assert [f.path for f in story.files] == ["new.txt"]
+    assert [e.kind for e in story.events] == ["baseline", "commit"]
+
+
+def test_a_verify_command_shows_the_tail_of_its_log(repo: Path) -> None:
+    r = gitrepo.discover(repo)
+    baseline.capture(r, session_id="s1")
+    logs = r.state_dir / "sessions" / "s1" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "unit_tests.log").write_text("".join(f"line {i}\n" for i in range(40)))
+    tail = storyread._tail(r, "s1", "command.unit tests")
+    assert tail.splitlines() == [f"line {i}" for i in range(25, 40)]
+    assert storyread._tail(r, "s1", "secrets") == ""
