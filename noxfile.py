@@ -96,10 +96,13 @@ def portable(session: nox.Session) -> None:
 def browser(session: nox.Session) -> None:
     """The HTML report in headless Chromium (Debian's `chromium`, installed with apt-get when
     missing; the test skips, saying why, only where it cannot be installed)."""
-    import shutil
-
-    if not __import__("pathlib").Path("/usr/bin/chromium").exists() and shutil.which("apt-get"):
-        session.run("apt-get", "install", "-y", "chromium", external=True, success_codes=[0, 100])
+    if not os.path.exists("/usr/bin/chromium") and shutil.which("apt-get"):
+        env = {"DEBIAN_FRONTEND": "noninteractive"}
+        session.run("apt-get", "update", "-q", external=True, env=env, success_codes=[0, 100])
+        session.run(
+            "apt-get", "install", "-y", "-q", "chromium",
+            external=True, env=env, success_codes=[0, 100],
+        )  # fmt: skip
     session.install("-e", ".[test,browser]")
     session.run("pytest", "-m", "browser", "-n", "0", *session.posargs)
 
