@@ -119,13 +119,13 @@ def _ledger_batches(wdir: Any, phase: str, rnd: int) -> list[tuple[str, int]]:
 def reviews(
     repo: Repo, cwd: Path, sid: str, start: str, end: str | None
 ) -> tuple[list[st.RoundStory], list[st.Event]]:
-    from plan_build.review import workflowfile
+    from plan_build.review.folders import load_all  # broken folders are left out, as status does
     from plan_build.review.layout import WorkflowDir, find_root
 
     root = find_root(cwd, repo.root)
     rounds: list[st.RoundStory] = []
     events: list[st.Event] = []
-    for wf in workflowfile.load_all(root):
+    for wf in load_all(root):
         if not (wf.owned_by(sid) or storydispatch.within(wf.created_at, start, end)):
             continue
         wdir = WorkflowDir(root, wf.id)
