@@ -821,3 +821,14 @@ def test_an_installed_wheel_is_built_from_its_package_and_activated(
     names = zipfile.ZipFile(active / "plan-build.pyz").namelist()
     assert "plan_build/__init__.py" in names
     assert not [n for n in names if n.startswith("plan_build/_data")]
+
+
+def test_on_a_fresh_machine_a_blocked_launch_names_setup_first(
+    cli: Any, ready: Path, newcomer: dict[str, str]
+) -> None:
+    r = cli("plan", cwd=ready, env=newcomer, input="fix the pager\nEOF\n")
+    assert r.code == 3
+    assert fix_line(r.stderr) == (
+        f"  fix: run plan-build setup first (it fixes {SETUP_FIXES} with your consent); "
+        "for terminal, tool.coderabbit: apply the fixes shown above (→) and rerun"
+    )

@@ -1,21 +1,39 @@
 """`plan-build setup` against the real `claude` and `codex`: from a scratch HOME with no plugin
 and no marketplace to a passing plugin check, through the real plugin commands and local
 marketplace directories; a rerun changes nothing; the one Codex config key is edited keeping
-every other byte, and the real Codex reads the result."""
+every other byte, and the real Codex reads the result. With no release active, setup makes
+this plan-build the active release and installs it: a `claude` the user then starts directly
+tells its model it has both plan-build skills."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.contract import marketplace
-from tests.contract.conftest import AGENTMEMORY, MATTPOCOCK, Agents, Plugins
+from tests.contract.conftest import (
+    AGENTMEMORY,
+    DUMMY_KEY,
+    MATTPOCOCK,
+    Agents,
+    Plugins,
+    seed_offline_start,
+)
+from tests.contract.fakeapis import ModelsApi
+from tests.contract.tmux import Tmux
 
 pytestmark = pytest.mark.contract
 
+# with no release active, setup makes this plan-build the active release and installs it
+RELEASE_STEP = (
+    f"plan-build release.build --checkout {ROOT} --activate && plan-build release.install"
+)
+SKILLS_HEADER = "The following skills are available for use with the Skill tool:"
 PLUGIN_ROWS = (
     "claude.plugin.mattpocock-skills",
     "claude.plugin.agentmemory",
@@ -56,8 +74,9 @@ def test_setup_takes_a_scratch_home_to_passing_plugin_checks_and_a_rerun_changes
         "claude plugin install agentmemory@agentmemory --scope user --json",
         f"codex plugin marketplace add {mirrors['agentmemory']} --json",
         "codex plugin add agentmemory@agentmemory --json",
+        RELEASE_STEP,
     ]
-    assert [o["status"] for o in data["outcomes"]] == ["ok"] * 6
+    assert [o["status"] for o in data["outcomes"]] == ["ok"] * 7
     assert data["report"]["ok"] is True
     after = rows(cli, ready)
     assert [after[r]["status"] for r in PLUGIN_ROWS] == ["pass", "pass", "pass"]
@@ -139,6 +158,7 @@ def test_a_disabled_claude_plugin_is_enabled_and_a_missing_one_joins_the_project
     assert [s["command"] for s in data["plan"]] == [
         "claude plugin install mattpocock-skills@mattpocock --scope project --json",
         "claude plugin enable agentmemory@agentmemory --scope project --json",
+        RELEASE_STEP,
     ]
     assert data["plan"][1]["changes"] == [str(ready / ".claude" / "settings.json")]
     listed = agents.json("claude", "plugin", "list", "--json", cwd=ready)
@@ -147,3 +167,60 @@ def test_a_disabled_claude_plugin_is_enabled_and_a_missing_one_joins_the_project
         "agentmemory@agentmemory": ("project", True),
         "mattpocock-skills@mattpocock": ("project", True),
     }
+
+
+def skills_claude_lists(api: ModelsApi) -> dict[str, str]:
+    """The skills Claude Code told its model it has: the `- name: description` lines under its
+    skills header, in the messages of the last request to /v1/messages (whatever the role)."""
+    [last] = [r for r in api.requests if r.path.startswith("/v1/messages")][-1:]
+    texts = []
+    for message in last.body.get("messages", []):
+        content = message.get("content")
+        blocks = [{"text": content}] if isinstance(content, str) else content or []
+        texts += [b.get("text", "") for b in blocks if isinstance(b, dict)]
+    [text] = [t for t in texts if SKILLS_HEADER in t][:1]
+    lines = text.split(SKILLS_HEADER, 1)[1].strip("\n").split("\n\n", 1)[0].splitlines()
+    return dict(line[2:].split(": ", 1) for line in lines if line.startswith("- "))
+
+
+def front_matter(path: Path) -> dict[str, str]:
+    head = path.read_text(encoding="utf-8").split("---\n", 2)[1]
+    return dict(line.split(": ", 1) for line in head.splitlines() if ": " in line)
+
+
+def test_after_setup_a_claude_started_directly_has_both_plan_build_skills(  # noqa: PLR0917
+    cli: Any,
+    ready: Path,
+    agents: Agents,
+    mirrors: dict[str, Path],
+    tmux: Tmux,
+    models_api: ModelsApi,
+) -> None:
+    assert not (agents.claude_dir / "skills").exists()
+    r = cli("setup", "--yes", "--json", cwd=ready, env={"NO_COLOR": "1"}, timeout=600)
+    assert r.code == 0, r.stderr
+    outcomes = {o["id"]: o["status"] for o in json.loads(r.stdout)["outcomes"]}
+    assert outcomes["release"] == "ok"
+
+    # the user starts claude themselves, in their project, with no plan-build prompt
+    seed_offline_start(agents.claude_dir, ready.resolve(), DUMMY_KEY)
+    env = {
+        **os.environ,
+        "ANTHROPIC_API_KEY": DUMMY_KEY,
+        "ANTHROPIC_BASE_URL": models_api.origin,
+        "NO_COLOR": "1",
+    }
+    tmux.start(["claude"], cwd=ready, env=env)
+    tmux.wait_text("❯", 60)
+    tmux.type("hello")
+    tmux.wait_text("API Error: 400", 60)
+    listed = skills_claude_lists(models_api)
+    tmux.command("/exit", 30)
+    for name, skill in (("plan-build", "SKILL.md"), ("plan-build-architect", "ARCHITECT.md")):
+        wanted = front_matter(ROOT / "skills" / skill)
+        assert wanted["name"] == name
+        assert listed[name] == wanted["description"], listed
+
+    again = cli("setup", "--yes", "--json", cwd=ready, timeout=300)
+    assert again.code == 0, again.stderr
+    assert json.loads(again.stdout)["plan"] == []
