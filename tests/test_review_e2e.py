@@ -549,6 +549,12 @@ def test_missing_codex_changes_nothing(cli, stubs, project: Path) -> None:
     assert r.code == 3
     assert "codex is not installed or not on PATH; nothing was changed" in r.stderr
     assert not (project / ".claude").exists()
+    # the hint is the pinned command setup runs (issue 24 item 4), here and in review.doctor
+    assert "npm install -g @openai/codex@0.171.0" in r.stderr
+    doctor = cli("review.doctor", cwd=project)
+    assert "install the Codex CLI (npm install -g @openai/codex@0.171.0)" in doctor.stderr + (
+        doctor.stdout
+    )
 
 
 # --- resolution, ownership, bad input ------------------------------------------------------

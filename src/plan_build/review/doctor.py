@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_build import claudesessions as sessions
-from plan_build import gitrepo, tools
+from plan_build import gitrepo, pins, tools
 from plan_build.checks import Check, to_json
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError
@@ -214,7 +214,7 @@ def run(s: Session, parents: Callable[[], list[int]] | None = None) -> DoctorRes
     out = DoctorResult(str(root))
     out.checks.append(Check("git.worktree", "pass", str(repo.root)))
     out.checks.append(
-        _tool("codex", "fail", "install the Codex CLI (npm install -g @openai/codex)", s)
+        _tool("codex", "fail", f"install the Codex CLI ({pins.install_hint('codex')})", s)
     )
     out.checks.append(
         _tool("coderabbit", "warn", "install CodeRabbit: https://docs.coderabbit.ai/cli", s)

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build import proc
+from plan_build import pins, proc
 from plan_build.dispatch import recipe
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.fsutil import atomic_write
@@ -70,7 +70,7 @@ def require_codex(ctx: ReviewContext) -> None:
     if proc.which("codex", ctx.env) is None:
         raise PlanBuildError(
             "codex is not installed or not on PATH; nothing was changed",
-            "install the Codex CLI (npm install -g @openai/codex) and log in (codex login)",
+            f"install the Codex CLI ({pins.install_hint('codex')}) and log in (codex login)",
             code=ExitCode.PREFLIGHT,
         )
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from plan_build import proc
+from plan_build import pins, proc
 from plan_build.checks import Check
 
 OSRELEASE = Path("/proc/sys/kernel/osrelease")
@@ -75,9 +75,9 @@ def check_agents(env: Mapping[str, str]) -> Check:
         f"{'; '.join(windows)}: a Windows program sees Windows paths, not this repository's, "
         "its processes are outside Linux process groups (plan-build cannot stop them) and "
         "Codex runs without its Linux sandbox",
-        "install the Linux builds inside WSL (npm install -g @anthropic-ai/claude-code "
-        "@openai/codex with a Linux Node.js) and put them before /mnt/c on PATH, or set "
-        "appendWindowsPath=false under [interop] in /etc/wsl.conf",
+        f"install the Linux builds inside WSL ({pins.install_hint('claude')} and "
+        f"{pins.install_hint('codex')}, with a Linux Node.js) and put them before /mnt/c on "
+        "PATH, or set appendWindowsPath=false under [interop] in /etc/wsl.conf",
     )
 
 
