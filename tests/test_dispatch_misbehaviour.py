@@ -201,6 +201,67 @@ def test_codex_editing_tasks_md_is_reported_and_undone(repo: Path, stubs: Stubs,
     assert "`TASKS.md (Codex's edit undone)`" in text
 
 
+def test_a_tasks_md_edit_made_while_the_dispatch_was_dead_is_reported_like_codexs(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    """Between a SIGKILL and the resume nobody watched TASKS.md: the resume compares it with
+    the bytes saved when the stopped Codex run began, apart from what plan-build wrote."""
+    tasks_md = make_plan(repo)
+    stubs.rule(
+        "codex",
+        {"match": ["exec"], "write": {"src/app.py": "half\n"}, "sleep": 60, "times": 1},
+    )
+    child = start_dispatch(repo)
+    assert wait_until(lambda: (repo / "src" / "app.py").read_text() == "half\n")
+    time.sleep(0.3)
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    forged = tasks_md.read_text().replace(
+        "## TASK-003: Export the audit log\n\nStatus: Pending",
+        "## TASK-003: Export the audit log\n\nStatus: Complete",
+    )
+    tasks_md.write_text(forged)
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 6, r.stderr
+    assert "resuming dispatch" in r.stderr
+    assert "outside the scope: TASKS.md" in r.stderr
+    assert len(codex_runs(stubs)) == 1  # no new Codex run on top of it
+    assert status_of(tasks_md, "TASK-003") == "Pending"  # plan-build's version is back
+    assert status_of(tasks_md, "TASK-002") == "Blocked"
+    text = tasks_md.read_text()
+    assert "`TASKS.md` was changed after the stopped Codex run began" in text
+    assert "`TASKS.md (Codex's edit undone)`" in text
+    (kept,) = state_dir(repo).glob("dispatch/runs/*/attempt-1.TASKS.md.undone")
+    assert status_of(kept, "TASK-003") == "Complete"  # the edit is not lost
+
+
+def test_a_resume_without_an_edit_in_between_runs_codex_again(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    """plan-build's own writes across the stop (Status, the dispatch's block) are no edit."""
+    tasks_md = make_plan(repo)
+    stubs.rule(
+        "codex",
+        {"match": ["exec"], "write": {"src/app.py": "half\n"}, "sleep": 60, "times": 1},
+    )
+    child = start_dispatch(repo)
+    assert wait_until(lambda: (repo / "src" / "app.py").read_text() == "half\n")
+    time.sleep(0.3)
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    assert "resuming dispatch" in r.stderr
+    assert status_of(tasks_md, "TASK-002") == "Review"
+    assert "TASKS.md" not in tasks_md.read_text().split("Changed since the dispatch began")[1]
+
+
 # ----------------------------------------------------------------------------- ignored paths
 
 

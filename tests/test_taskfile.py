@@ -331,3 +331,16 @@ def test_every_byte_around_the_owned_parts_is_preserved(
         f"<!-- plan-build:dispatch d1 end -->{nl}"
     )
     assert out.replace(block, "", 1).replace("Status: Review", "Status: Pending", 1) == text
+
+
+def test_with_own_lines_takes_only_the_status_and_the_dispatchs_block_from_now() -> None:
+    """What a resume expects TASKS.md to hold: the saved text, with plan-build's own writes
+    since (the task's Status, its dispatch block) and nothing else carried over."""
+    task = "## TASK-001: A\n\nStatus: {s}\n\n### Evidence\n\n{b}\n## TASK-002: B\n\nStatus: {o}\n"
+    block = "<!-- plan-build:dispatch D1 begin -->\n{t}\n<!-- plan-build:dispatch D1 end -->"
+    saved = task.format(s="In Progress", b=block.format(t="attempt 1 running"), o="Pending")
+    now = task.format(s="in-progress", b=block.format(t="attempt 2 running"), o="Complete")
+    expected = task.format(s="in-progress", b=block.format(t="attempt 2 running"), o="Pending")
+    assert taskfile.with_own_lines(saved, now, "TASK-001", "D1") == expected
+    same = task.format(s="in-progress", b=block.format(t="attempt 2 running"), o="Pending")
+    assert taskfile.with_own_lines(saved, same, "TASK-001", "D1") == same

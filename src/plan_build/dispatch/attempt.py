@@ -41,11 +41,14 @@ def before(repo: Repo) -> Before:
 
 
 class TasksGuard:
-    """TASKS.md as it was when Codex started, to undo any edit Codex makes to it."""
+    """TASKS.md as it was when Codex started, to undo any edit Codex makes to it; the edited
+    file is kept in the run folder, so undoing it loses nothing."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.before: bytes | None = None
+        self.keep: Path | None = None  # where the undone version goes
+        self.by = "by Codex"  # who the note says made the edit
 
     def _bytes(self) -> bytes | None:
         try:
@@ -53,8 +56,32 @@ class TasksGuard:
         except OSError:
             return None
 
-    def arm(self) -> None:
+    def arm(self, saved: Path | None = None) -> None:
+        """Take the bytes before a Codex run; with `saved`, also write them there, for a
+        dispatch that resumes after this one dies to compare against (`expect`)."""
         self.before = self._bytes()
+        self.by = "by Codex"
+        if saved is not None:
+            self.keep = saved.parent / f"{saved.name}.undone"
+            if self.before is not None:
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(saved, self.before)
+
+    def resume(self, saved: Path, task_id: str, dispatch_id: str) -> None:
+        """A resumed dispatch: expect the bytes saved when the stopped Codex run began, with
+        the task's Status and this dispatch's block as plan-build has written them since;
+        anything else is an edit made in between. Nothing saved, nothing to compare."""
+        try:
+            old = saved.read_bytes()
+        except OSError:
+            return
+        expected, now = old, self._bytes()
+        if now is not None:
+            with contextlib.suppress(UnicodeDecodeError):
+                text = taskfile.with_own_lines(old.decode(), now.decode(), task_id, dispatch_id)
+                expected = text.encode()
+        self.before, self.keep = expected, saved.parent / f"{saved.name}.undone"
+        self.by = "after the stopped Codex run began (by Codex or by hand)"
 
     def disarm(self) -> None:
         self.before = None
@@ -62,15 +89,21 @@ class TasksGuard:
     def undo(self, attempt: Attempt | None) -> bool:
         """Restore the bytes from before Codex's run; True when Codex had changed them."""
         before = self.before
-        if before is None or self._bytes() == before:
+        now = self._bytes()
+        if before is None or now == before:
             return False
+        kept = ""
+        if self.keep is not None and now is not None:
+            with contextlib.suppress(OSError):
+                atomic_write(self.keep, now)
+                kept = f" (the edited file is kept in the run folder as {self.keep.name})"
         atomic_write(self.path, before)
         if attempt is not None:
             attempt.changed.append(taskfile.FILENAME)
             attempt.outside.append(taskfile.FILENAME)
             attempt.notes.append(
-                f"`{taskfile.FILENAME}` was changed by Codex; plan-build owns it during a "
-                "dispatch and restored its own version"
+                f"`{taskfile.FILENAME}` was changed {self.by}; plan-build owns it during a "
+                f"dispatch and restored its own version{kept}"
             )
         return True
 

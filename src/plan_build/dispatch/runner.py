@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 from plan_build import interrupts, proc, snapshot
 from plan_build.context import Session
@@ -52,6 +53,11 @@ def repo_files(repo: Repo) -> list[str]:
     """Tracked and untracked (not ignored) files, for spotting scope entries that match nothing."""
     out = repo.git("ls-files", "-z", "--cached", "--others", "--exclude-standard").stdout
     return [p for p in out.split("\0") if p]
+
+
+def tasks_saved(run_dir: Path, number: int) -> Path:
+    """Where TASKS.md's bytes from before Codex run `number` are kept, for a resume."""
+    return run_dir / f"attempt-{number}.TASKS.md"
 
 
 # ----------------------------------------------------------------------------- the step
@@ -240,7 +246,9 @@ class Dispatcher:
         )
         d.attempts.append(dead)
         ignored = snapshot.Ignored.from_json(running.get("ignored"))
+        d.guard.resume(tasks_saved(d.run_dir, d.used), d.task_id, d.dispatch_id)
         self._check_tree(dead, scope, (str(before[0]), before[1], str(before[2])), ignored)
+        d.guard.disarm()
         stop = "scope" if dead.outside else "git_state" if dead.git_moves else None
         if stop is None and d.used >= d.max_attempts:
             dead.verification = self._verify(task)
@@ -262,6 +270,7 @@ class Dispatcher:
             d.update(None, running_block(d.header, task.id, number, role, os.getpid()))
         d.before = before = codex.before(d.repo)
         ignored = snapshot.ignored_files(d.repo)
+        d.guard.arm(saved=tasks_saved(d.run_dir, number))
         taskstate.save_running(
             d.repo,
             d.task_id,
@@ -272,7 +281,6 @@ class Dispatcher:
         )
         d.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
         d.phase = f"attempt {number} (codex)"
-        d.guard.arm()
         codex.run_codex(
             attempt,
             prompt,

@@ -286,3 +286,22 @@ def with_block(text: str, task_id: str, block_id: str, block: str) -> str:
     prefix = "" if text[:pos].endswith(("\n", "\r")) else nl
     addition = f"{prefix}{nl}{rendered}"
     return text[:pos] + addition + text[pos:]
+
+
+def with_own_lines(saved: str, now: str, task_id: str, block_id: str) -> str:
+    """`saved` with the task's Status value and its evidence block `block_id` taken from `now`:
+    what TASKS.md would hold now if only plan-build had written to it since `saved`."""
+    now_task = parse(now).get(task_id)
+    old_task = parse(saved).get(task_id)
+    if now_task is None or old_task is None:
+        return saved
+    out = saved
+    new_block = next((b for b in now_task.blocks if b.id == block_id), None)
+    old_block = next((b for b in old_task.blocks if b.id == block_id), None)
+    if new_block is not None and old_block is not None:
+        out = out[: old_block.start] + now[new_block.start : new_block.end] + out[old_block.end :]
+    old_task = parse(out).get(task_id)
+    if now_task.status_span and old_task is not None and old_task.status_span:
+        (a, b), (x, y) = old_task.status_span, now_task.status_span
+        out = out[:a] + now[x:y] + out[b:]
+    return out
