@@ -16,6 +16,7 @@ import pytest
 
 from tests.contract import report as contract_report
 from tests.support import properties  # noqa: F401  (registers and loads the hypothesis profile)
+from tests.support.hangs import pytest_timeout_set_timer  # noqa: F401  (a hung test's tree)
 from tests.support.memserver import MemoryServer
 
 REAL_HOME = Path(os.environ.get("HOME", "/root"))
