@@ -154,6 +154,28 @@ def make_plan(repo: Path, verify: str | None = None, text: str | None = None) ->
     return repo / "TASKS.md"
 
 
+# The records an architect session keeps (the architect skill's list), each a stub.
+RECORDS = (
+    "ADR.md",
+    "CHANGELOG.md",
+    "docs/USER_MANUAL.md",
+    "docs/RUNBOOK.md",
+    "docs/API.md",
+    "docs/DEPLOYMENT.md",
+    "docs/SECURITY.md",
+    "docs/HANDOVER.md",
+)
+
+
+def commit_records(repo: Path) -> None:
+    """Commit a stub of every architect record, so the records check passes."""
+    for doc in RECORDS:
+        (repo / doc).parent.mkdir(parents=True, exist_ok=True)
+        (repo / doc).write_text(f"# {Path(doc).stem}\n\nNot Applicable: a test shop.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "the architect's records")
+
+
 def events(
     message: str = "Added pagination.", *, usage: bool = True, failed: str | None = None
 ) -> str:

@@ -15,8 +15,8 @@ from plan_build.delivery import commit as commit_mod
 from plan_build.ui import Console
 from plan_build.views import report as view
 from plan_build.views import storyread
-from tests.conftest import ROOT, Stubs, git
-from tests.dispatch_support import codex_edits, make_plan
+from tests.conftest import ROOT, Stubs
+from tests.dispatch_support import codex_edits, commit_records, make_plan
 from tests.support.interaction import ScriptedInteraction
 from tests.support.reviewkit import (
     CLEAN,
@@ -29,27 +29,12 @@ from tests.support.reviewkit import (
     start_plan_review,
 )
 
-RECORDS = (
-    "ADR.md",
-    "CHANGELOG.md",
-    "docs/USER_MANUAL.md",
-    "docs/RUNBOOK.md",
-    "docs/API.md",
-    "docs/DEPLOYMENT.md",
-    "docs/SECURITY.md",
-    "docs/HANDOVER.md",
-)
-
 
 def test_a_whole_session_is_told_in_order_and_still_after_its_records_are_archived(
     repo: Path, private_home: Path, stubs: Stubs, cli
 ) -> None:
     make_plan(repo)
-    for doc in RECORDS:
-        (repo / doc).parent.mkdir(parents=True, exist_ok=True)
-        (repo / doc).write_text(f"# {Path(doc).stem}\n\nNot Applicable: a test shop.\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "the architect's records")
+    commit_records(repo)
     (repo.parent / "plan.md").write_text(PLAN)
     claude_session(private_home, repo)
     r = gitrepo.discover(repo)

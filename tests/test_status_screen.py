@@ -25,7 +25,7 @@ from plan_build.delivery import commit as commit_mod
 from plan_build.ui import Console
 from plan_build.views import status as view
 from tests.conftest import ROOT, Stubs, git
-from tests.dispatch_support import codex_edits, make_plan
+from tests.dispatch_support import codex_edits, commit_records, make_plan
 from tests.support.interaction import ScriptedInteraction
 from tests.support.reviewkit import (
     CLEAN,
@@ -41,16 +41,6 @@ from tests.support.reviewkit import (
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}
 NO_MEMORY = "memory.server: no AgentMemory server answers at http://127.0.0.1:9 (refused)"
 MANUAL = ROOT / "docs" / "USER_MANUAL.md"
-RECORDS = (
-    "ADR.md",
-    "CHANGELOG.md",
-    "docs/USER_MANUAL.md",
-    "docs/RUNBOOK.md",
-    "docs/API.md",
-    "docs/DEPLOYMENT.md",
-    "docs/SECURITY.md",
-    "docs/HANDOVER.md",
-)
 
 
 # --- the documented schema ---------------------------------------------------------------
@@ -113,11 +103,7 @@ def conforms(value: Any, path: str, keys: dict[str, str]) -> None:
 def shop(repo: Path, private_home: Path, stubs: Stubs) -> Path:
     """An architect session launched in degraded memory mode: TASKS.md, SPEC.md, an identity."""
     make_plan(repo)
-    for doc in RECORDS:
-        (repo / doc).parent.mkdir(parents=True, exist_ok=True)
-        (repo / doc).write_text(f"# {Path(doc).stem}\n\nNot Applicable: a test shop.\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "the architect's records")
+    commit_records(repo)
     (repo.parent / "plan.md").write_text(PLAN)
     claude_session(private_home, repo)
     baseline.capture(
