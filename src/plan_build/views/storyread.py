@@ -272,7 +272,11 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path, session_id: str | None
         )
     if facts.committed and facts.committed_at:
         events.append(st.Event("commit", f"commit {facts.committed[:12]}", facts.committed_at))
-    events.sort(key=lambda e: e.at)
+    if start:  # records stamp whole seconds: a start worked back from one can precede the baseline
+        events = [
+            e if e.kind == "baseline" or e.at >= start else replace(e, at=start) for e in events
+        ]
+    events.sort(key=lambda e: e.at)  # stable: the baseline stays first within its second
     change = facts.change
     return st.Story(
         header=st.Header(
