@@ -151,6 +151,7 @@ class _Beside(threading.Thread):
 
 
 def _records(repo: Repo) -> progress.TaskFacts:
+    repo.names  # noqa: B018  (its `git config` runs here, beside the main thread's rev-parse)
     from plan_build.views import reviews  # noqa: F401  (loaded here, used after the snapshot)
 
     return progress.tasks(repo)
