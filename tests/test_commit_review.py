@@ -77,6 +77,10 @@ def test_an_edit_after_the_approval_makes_it_stale(cli, stubs, project: Path) ->
     assert err.value.code == ExitCode.BLOCKED
     assert "the approval is stale" in err.value.what
     assert git(project, "rev-parse", "HEAD") == head
+    # the command it names works (the approved workflow is completed: review.repeat would not)
+    assert "(plan-build review.plan)" in err.value.what
+    assert cli("review.repeat", cwd=project).code == 2
+    assert cli("review.plan", "--plan", "../plan.md", cwd=project).code == 0
 
 
 def test_a_review_still_in_progress_blocks(cli, stubs, project: Path) -> None:

@@ -38,7 +38,11 @@ def review_gate(repo: Repo, *, tree: str | None = None) -> tuple[bool, str]:
     if approval.tree is None:
         return False, f"{approval.reason}: review it with plan-build review.impl"
     if approval.stale or (tree is not None and approval.tree != tree):
-        return False, f"{approval.reason}: the approval is stale, review again (review.repeat)"
+        # an approved workflow is completed, so review.repeat has nothing to repeat
+        return False, (
+            f"{approval.reason}: the approval is stale; review the change again in a new "
+            "workflow (plan-build review.plan)"
+        )
     return True, approval.reason
 
 
