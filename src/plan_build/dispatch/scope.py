@@ -34,10 +34,11 @@ def problem(pattern: str) -> str | None:
         return f"scope entry {pattern!r} would allow the whole repository or .git"
     if pattern.strip() in {"*", "**", "**/*"}:
         return f"scope entry {pattern!r} would allow the whole repository"
-    try:
-        _compile(pattern)
-    except re.error as exc:
-        return f"scope entry {pattern!r} is not a valid glob ({exc})"
+    if "[" in pattern:  # only a character class can make the expression invalid
+        try:
+            _compile(pattern)
+        except re.error as exc:
+            return f"scope entry {pattern!r} is not a valid glob ({exc})"
     return None
 
 
