@@ -84,7 +84,7 @@ def _verify_missing(v: progress.VerifyFacts) -> str | None:
     return None
 
 
-def _missing(
+def what_is_missing(
     s: SessionFacts,
     r: reviews.ReviewFacts,
     t: progress.TaskFacts,
@@ -172,7 +172,7 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
     r = reviews.gather(repo, env, cwd, tree=tree, since=s.started_at, approval=s.committed is None)
     v = progress.verification(repo, s.id, tree)
     busy = None if s.committed else baseline_mod.busy_state(repo)
-    missing, nxt = _missing(s, r, t, v, busy)
+    missing, nxt = what_is_missing(s, r, t, v, busy)
     return StatusFacts(s, r, t, v, busy, missing, nxt)
 
 
@@ -376,4 +376,13 @@ def as_json(f: StatusFacts) -> dict[str, Any]:
     }
 
 
-__all__ = ["MAX_LINES", "WIDTH", "StatusFacts", "as_json", "gather", "lines", "next_line"]
+__all__ = [
+    "MAX_LINES",
+    "WIDTH",
+    "StatusFacts",
+    "as_json",
+    "gather",
+    "lines",
+    "next_line",
+    "what_is_missing",
+]

@@ -218,7 +218,7 @@ def _outcome(repo: Repo, env: Mapping[str, str], cwd: Path, facts: Any) -> str:
     t = progress.tasks(repo)
     v = progress.verification(repo, facts.id, tree)
     # the same judgement as `status` (and `commit`): one place says what is missing
-    missing, _next = status._missing(facts, r, t, v, baseline_mod.busy_state(repo))
+    missing, _next = status.what_is_missing(facts, r, t, v, baseline_mod.busy_state(repo))
     return "ready to commit" if not missing else "missing: " + "; ".join(missing)
 
 
