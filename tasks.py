@@ -19,7 +19,7 @@ from plan_build.tasks import namespace as ns  # noqa: E402
 __all__ = ["ns"]
 
 if Path(sys.argv[0]).name in {"inv", "invoke"}:
-    from plan_build.main import build_program
+    from plan_build.program import build_program
 
     build_program(binary=Path(sys.argv[0]).name).run(["plan-build", *sys.argv[1:]])
     sys.exit(0)

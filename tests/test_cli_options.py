@@ -60,7 +60,7 @@ def here(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     """Run `plan-build ARGS` through the real Program in this process, in `cwd`."""
 
     def run(*args: str, cwd: Path) -> Run:
-        from plan_build.main import build_program
+        from plan_build.program import build_program
 
         monkeypatch.chdir(cwd)
         capsys.readouterr()
@@ -271,7 +271,7 @@ def test_debug_prints_the_traceback_of_an_internal_error(
     from invoke.collection import Collection
 
     from plan_build.cli import command
-    from plan_build.main import PlanBuildProgram
+    from plan_build.program import PlanBuildProgram
 
     @command
     def boom(c: object) -> None:
@@ -340,7 +340,7 @@ def test_system_level_invoke_config_is_never_loaded(tmp_path: Path) -> None:
     invoke does run these files (so this test can fail)."""
     from invoke.config import Config
 
-    from plan_build.main import PlanBuildConfig
+    from plan_build.program import PlanBuildConfig
 
     etc, home = tmp_path / "etc", tmp_path / "home"
     for stem in ("invoke", "plan-build"):

@@ -54,7 +54,7 @@ def test_release_history_and_listing_write_the_one_format(
 def test_the_crash_log_heads_each_entry_with_the_one_format(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from plan_build.main import write_crash_log
+    from plan_build.outcomes import write_crash_log
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     where = write_crash_log(RuntimeError("boom"))

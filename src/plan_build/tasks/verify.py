@@ -79,12 +79,7 @@ def status(c: Any, json: bool = False) -> None:
     """Where the session stands on one screen: change, reviews, tasks, verify, what is missing."""
     from plan_build.views import status as view
 
-    session = Session.from_process()
-    facts = view.gather(session.repo, session.env, session.cwd)
-    for line in view.lines(facts, view.next_line(facts, session.env)):
-        session.console.say(line)
-    if json:
-        _print_json(session, view.as_json(facts))
+    view.show(Session.from_process(), json=json)  # also run without Invoke (plan_build.main)
 
 
 @command(

@@ -23,6 +23,7 @@ from plan_build.views.session import SessionFacts
 from plan_build.views.session import gather as gather_session
 
 if TYPE_CHECKING:
+    from plan_build.context import Session
     from plan_build.views import reviews
 
 FORMAT = 1
@@ -376,6 +377,18 @@ def as_json(f: StatusFacts) -> dict[str, Any]:
     }
 
 
+def show(session: Session, *, json: bool) -> None:
+    """`plan-build status [--json]`: the screen on stderr, the facts as JSON on stdout."""
+    from plan_build import jsonout
+
+    facts = gather(session.repo, session.env, session.cwd)
+    for line in lines(facts, next_line(facts, session.env)):
+        session.console.say(line)
+    if json:
+        jsonout.write(session.stdout, as_json(facts))
+        session.stdout.flush()
+
+
 __all__ = [
     "MAX_LINES",
     "WIDTH",
@@ -384,5 +397,6 @@ __all__ = [
     "gather",
     "lines",
     "next_line",
+    "show",
     "what_is_missing",
 ]
