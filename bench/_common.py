@@ -50,6 +50,43 @@ def median_ms(argv: Sequence[str], runs: int, **kwargs: object) -> float:
     return statistics.median(wall(argv, **kwargs) for _ in range(runs)) * 1000  # type: ignore[arg-type]
 
 
+def instructions(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]
+) -> tuple[int, int] | None:
+    """(instructions of the Python process, of it and every child) under valgrind's callgrind:
+    a count, not a time, the same run after run whatever else the machine does (None: no
+    valgrind here)."""
+    import shutil
+    import tempfile
+
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="pb-callgrind-") as out:
+        subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--trace-children=yes",
+                f"--callgrind-out-file={out}/cg.%p",
+                *argv,
+            ],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        own = total = 0
+        for f in Path(out).iterdir():
+            lines = f.read_text(errors="replace").splitlines()
+            cmd = next((ln.split()[1:2] for ln in lines if ln.startswith("cmd:")), [])
+            count = int(next(ln for ln in lines if ln.startswith("summary:")).split()[1])
+            total += count
+            own += count if cmd == [argv[0]] else 0  # not git, nor what else it started
+    return own, total
+
+
 def env_with(**extra: str) -> dict[str, str]:
     """The environment for a timed command: this checkout's package, with bytecode caches
     (a user's install has them: without them every run compiles plan-build from source)."""
