@@ -316,3 +316,27 @@ def test_the_dry_run_prompt_snippet_gives_bash_exactly_the_prompt(prompt: str) -
     ).stdout
     assert got == prompt.encode()
     assert f'claude -- "$PROMPT"  # {len(prompt.encode()):,} bytes, printed below' in text
+
+
+def test_the_degraded_reason_the_baseline_keeps_holds_no_credential() -> None:
+    """The reason is shown by `status` and the report and kept in baseline.json: a check's
+    detail that carries a token (an error echoing a URL, a header) is withheld, the rest kept."""
+    from plan_build.checks import Check
+    from plan_build.startup.chain import degraded_reason
+    from plan_build.startup.preflight import Report
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    secret = "s3cr3t-value-0123456789"
+    checks = [
+        Check("memory.server", "fail", f"refused: Authorization: token {token}", degradable=True),
+        Check("memory.slots", "fail", f"slots off (secret {secret})", degradable=True),
+        Check("memory.health", "fail", "no AgentMemory server answers", degradable=True),
+        Check("git.worktree", "pass", "a git work tree"),
+    ]
+    report = Report("standard", checks, None, memory_mode="degraded")
+    reason = degraded_reason(report, {"AGENTMEMORY_SECRET": secret}) or ""
+    assert token not in reason
+    assert secret not in reason
+    assert reason.count("looks like a credential") == 2
+    assert reason.endswith("memory.health: no AgentMemory server answers")
+    assert degraded_reason(Report("standard", checks, None), {}) is None

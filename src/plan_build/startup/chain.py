@@ -8,6 +8,7 @@ cannot start. `--dry-run` writes nothing, asks nothing and ends with `would laun
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -94,7 +95,7 @@ def start(session: Session, req: Request) -> None:
         session_id=session_id,
         mode=req.mode,
         memory_mode=report.memory_mode,
-        memory_reason=degraded_reason(report),
+        memory_reason=degraded_reason(report, session.env),
     )
     if req.mode == "architect" and req.new:
         done = architect_context(session, repo, new=True, dry_run=False)
@@ -132,12 +133,17 @@ def checked(
     return report
 
 
-def degraded_reason(report: preflight.Report) -> str | None:
-    """Why memory is degraded, in the failing checks' own words (None when it is not)."""
+def degraded_reason(report: preflight.Report, env: Mapping[str, str]) -> str | None:
+    """Why memory is degraded, in the failing checks' own words (None when it is not),
+    redacted: the baseline keeps it, and `status` and the report show it."""
     if report.memory_mode != "degraded":
         return None
+    from plan_build import redact
+
     failing = [f"{c.id}: {c.detail}" for c in report.checks if c.failed and c.degradable]
-    text = "; ".join(failing) or "continued without memory at the user's choice"
+    text = "; ".join(redact.clean_many(failing, env)) or (
+        "continued without memory at the user's choice"
+    )
     return text if len(text) <= 240 else text[:237] + "..."
 
 
