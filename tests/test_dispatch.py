@@ -188,6 +188,26 @@ def test_telemetry_records_the_dispatch_with_reported_usage(repo: Path, stubs: S
     assert "STUB_HOME" not in raw
 
 
+def test_telemetry_names_the_session_the_dispatch_ran_in(repo: Path, stubs: Stubs, cli) -> None:
+    """From the session's Claude (PLAN_BUILD_SESSION set) both records carry the session's id,
+    which the report goes by; run by hand they carry null, and a value that is not a session
+    id is not recorded."""
+    make_plan(repo)
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+    assert (
+        cli("dispatch", "TASK-002", cwd=repo, env={**DEGRADED, "PLAN_BUILD_SESSION": "s1"}).code
+        == 0
+    )
+    assert [r["session"] for r in records(repo, "attempt")] == ["s1"]
+    assert [r["session"] for r in records(repo, "dispatch")] == ["s1"]
+    assert telemetry.session_of({}) is None
+    assert telemetry.session_of({"PLAN_BUILD_SESSION": "a b;rm -rf"}) is None
+    assert telemetry.session_of({"PLAN_BUILD_SESSION": "x" * 65}) is None
+    assert telemetry.session_of({"PLAN_BUILD_SESSION": " 20261203-120000-abc123 "}) == (
+        "20261203-120000-abc123"
+    )
+
+
 def test_token_usage_missing_from_the_stream_is_unknown(repo: Path, stubs: Stubs, cli) -> None:
     make_plan(repo)
     codex_edits(stubs, {"src/app.py": "fixed\n"}, usage=False)

@@ -146,6 +146,30 @@ def test_a_baseline_only_session_gives_a_page_that_says_so(repo: Path, private_h
     assert str(private_home) not in page
 
 
+def test_a_dispatch_tagged_with_another_session_is_not_in_this_ones_report(repo: Path) -> None:
+    """Two sessions at the same time (two worktrees share the log): each report has its own
+    dispatches and the untagged ones of its time, never the other session's."""
+    from plan_build import clock
+    from plan_build.dispatch import telemetry
+    from plan_build.views import storydispatch
+
+    r = gitrepo.discover(repo)
+    baseline.capture(r, session_id="s1")
+    baseline.capture(r, session_id="s2")
+    start = clock.stamp()
+    for dispatch, task, session in (("d1", "TASK-001", "s1"), ("d2", "TASK-002", "s2")):
+        for kind in ("attempt", "dispatch"):
+            record = {"kind": kind, "at": start, "dispatch": dispatch, "task": task}
+            telemetry.append(r.state_dir, {**record, "session": session})
+    telemetry.append(
+        r.state_dir, {"kind": "dispatch", "at": start, "dispatch": "d3", "task": "TASK-003"}
+    )
+    since = "2000-01-01T00:00:00Z"
+    for sid, expected in (("s1", ["d1", "d3"]), ("s2", ["d2", "d3"])):
+        tasks, *_ = storydispatch.dispatches(r, sid, since, None)
+        assert [t.dispatch for t in tasks] == expected
+
+
 def test_the_command_writes_the_page_and_prints_its_path(repo: Path) -> None:
     baseline.capture(gitrepo.discover(repo), session_id="s1")
     (repo / "new.txt").write_text("hello\n")

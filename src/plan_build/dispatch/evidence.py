@@ -60,6 +60,7 @@ class Header:
     recipe_id: str
     fingerprint: str
     memory_mode: str
+    session: str | None = None  # the session it ran in (telemetry.session_of), when known
 
     def line(self) -> str:
         stamp = self.started_at.replace("T", " ").replace("Z", " UTC")

@@ -60,6 +60,7 @@ class InFlight:
             self.described["id"],
             self.described["fingerprint"],
             self.mode,
+            telemetry.session_of(self.env),
         )
 
     @property

@@ -101,6 +101,7 @@ def _record_head(kind: str, header: Header, task: Task) -> dict[str, Any]:
         "task": task.id,
         "recipe": {"id": header.recipe_id, "fingerprint": header.fingerprint},
         "memory_mode": header.memory_mode,
+        "session": header.session,
     }
 
 

@@ -137,6 +137,17 @@ def _item(out: CodexEvents, item: dict[str, Any]) -> None:
         out.errors.append(item["message"])
 
 
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def session_of(env: Mapping[str, str]) -> str | None:
+    """The session a dispatch runs in, as PLAN_BUILD_SESSION (set in the session's Claude)
+    names it; None outside a session, or when the value is not a session id. The report
+    gives a session the dispatches tagged with its id, and untagged ones only by time."""
+    sid = env.get("PLAN_BUILD_SESSION", "").strip()
+    return sid if _SESSION_ID.fullmatch(sid) else None
+
+
 def log_path(state_dir: Path) -> Path:
     return state_dir / "telemetry" / "dispatch.jsonl"
 

@@ -1,4 +1,5 @@
-"""The dispatches of a session's time, read from the telemetry log and the evidence blocks.
+"""The dispatches of a session (by its id, else by its time), read from the telemetry log and
+the evidence blocks.
 
 Each `attempt` record of the log is one Codex run (the first, or a correction) with its checks,
 file counts and tokens; each `dispatch` record is how the dispatch ended. The task's title,
@@ -98,12 +99,18 @@ def _attempt(rec: Mapping[str, Any]) -> st.AttemptStory:
 
 
 def dispatches(
-    repo: Repo, start: str, end: str | None
+    repo: Repo, session_id: str, start: str, end: str | None
 ) -> tuple[list[st.TaskStory], list[st.Event], dict[str, Any], list[str], bool]:
+    """The session's dispatches: in its time, and not tagged with another session (the log
+    is shared by every worktree of the repository, and two sessions may overlap in time)."""
     from plan_build.dispatch import telemetry
 
     records, _bad = telemetry.read(repo.state_dir)
-    mine = [r for r in records if within(r.get("at"), start, end)]
+    mine = [
+        r
+        for r in records
+        if within(r.get("at"), start, end) and r.get("session") in (None, session_id)
+    ]
     attempts: dict[str, list[dict[str, Any]]] = {}
     ends: dict[str, dict[str, Any]] = {}
     order: list[str] = []

@@ -256,7 +256,9 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path, session_id: str | None
     facts = session.gather(repo, env, session_id=session_id)
     start, end = facts.started_at, facts.committed_at
     rounds, review_events = reviews(repo, cwd, facts.id, start, end)
-    tasks, task_events, tokens, recipes, archived = storydispatch.dispatches(repo, start, end)
+    tasks, task_events, tokens, recipes, archived = storydispatch.dispatches(
+        repo, facts.id, start, end
+    )
     tree = facts.change.tree if facts.change is not None and not facts.committed else None
     verify = verification(repo, facts.id, tree)
     events = [st.Event("baseline", "baseline", start), *review_events, *task_events]
