@@ -81,7 +81,8 @@ def instructions(
         for f in Path(out).iterdir():
             lines = f.read_text(errors="replace").splitlines()
             cmd = next((ln.split()[1:2] for ln in lines if ln.startswith("cmd:")), [])
-            count = int(next(ln for ln in lines if ln.startswith("summary:")).split()[1])
+            summary = next((ln for ln in lines if ln.startswith("summary:")), "summary: 0")
+            count = int(summary.split()[1])  # 0: a process that ended before it was counted
             total += count
             own += count if cmd == [argv[0]] else 0  # not git, nor what else it started
     return own, total

@@ -152,7 +152,8 @@ def main() -> None:
         session_state(root, sid)
         new_env = {**env, "PLAN_BUILD_SESSION": sid}
         old_env = {**new_env, "PYTHONPATH": str(old)}
-        argv = [py, "-m", "plan_build", "status"]
+        pb = [py, "-m", "plan_build"]
+        argv = [*pb, "status"]
         check = subprocess.run(
             argv, cwd=root, env=new_env, capture_output=True, text=True, check=True
         )
@@ -168,8 +169,8 @@ def main() -> None:
             before_args = [a for a in args if a != "-d"]
             med = alternate(
                 {
-                    "before": command([*argv[:3], *before_args], cwd=root, env=old_env),
-                    "after": command([*argv[:3], *args], cwd=root, env=new_env),
+                    "before": command([*pb, *before_args], cwd=root, env=old_env),
+                    "after": command([*pb, *args], cwd=root, env=new_env),
                 },
                 runs,
             )
@@ -184,8 +185,8 @@ def main() -> None:
             )
             if not args_ns.instructions:
                 continue
-            old_n = instructions([*argv[:3], *before_args], cwd=root, env=old_env)
-            new_n = instructions([*argv[:3], *args], cwd=root, env=new_env)
+            old_n = instructions([*pb, *before_args], cwd=root, env=old_env)
+            new_n = instructions([*pb, *args], cwd=root, env=new_env)
             if old_n is None or new_n is None:
                 print("    instructions: valgrind is not installed here")
                 continue
