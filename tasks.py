@@ -14,7 +14,7 @@ _SRC = Path(__file__).resolve().parent / "src"
 if _SRC.is_dir() and str(_SRC) not in sys.path:
     sys.path.insert(0, str(_SRC))
 
-from plan_build.tasks import namespace as ns  # noqa: E402
+from plan_build.commands import namespace as ns  # noqa: E402
 
 __all__ = ["ns"]
 

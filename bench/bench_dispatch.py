@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from plan_build import gitrepo, redact, snapshot  # noqa: E402
+from plan_build.core import gitrepo, redact, snapshot  # noqa: E402
 from plan_build.dispatch import taskfile, telemetry  # noqa: E402
 
 TASK = """\

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from _common import alternate
 
-from plan_build import ctimescan, proc
+from plan_build.core import ctimescan, proc
 
 
 def build_tree(root: Path, files: int) -> int:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from _common import ROOT, median_ms
 
+from plan_build.core.ui import Console
 from plan_build.release import actions, bundle, fetch
 from plan_build.release.install import install
 from plan_build.release.store import Store
-from plan_build.ui import Console
 
 SWITCHES = int(sys.argv[1]) if len(sys.argv) > 1 else 200
 BUILDS = 3

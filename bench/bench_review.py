@@ -24,13 +24,13 @@ from typing import Any
 from _common import NOW, ROOT, build_review_repo, decisions_text, review_text
 from tests.support.interaction import ScriptedInteraction
 
-from plan_build.context import Session
-from plan_build.resources import locate
+from plan_build.core.context import Session
+from plan_build.core.resources import locate
+from plan_build.core.ui import Console
 from plan_build.review import commands
 from plan_build.review.ledger import Ledger
 from plan_build.review.steps import inspect
 from plan_build.review.workflowfile import save
-from plan_build.ui import Console
 
 
 def setup(base: Path, rows: int) -> tuple[Path, Any]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import _common
 from _common import build_repo, timed
 
-from plan_build import gitrepo
+from plan_build.core import gitrepo
 from plan_build.delivery import baseline
 from plan_build.delivery import intended as change
 from plan_build.delivery import verify as verify_mod

@@ -181,7 +181,7 @@ def delivery(py: str, tmp: Path, runs: int) -> None:
     loaded lazily) runs beside the first snapshot. So <= 5x is out of reach for a Python process
     that snapshots the work tree twice; its floor is about 6x.
     """
-    from plan_build.tasks import verify as tasks
+    from plan_build.commands import verify as tasks
 
     root = tmp / "big"
     root.mkdir()
@@ -298,10 +298,10 @@ import io, os, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])  # the checkout: the test double for the user lives in tests/
 from tests.support.interaction import ScriptedInteraction
-from plan_build.context import Session
-from plan_build.resources import locate
+from plan_build.core.context import Session
+from plan_build.core.resources import locate
 from plan_build.review import commands
-from plan_build.ui import Console
+from plan_build.core.ui import Console
 env = dict(os.environ)
 s = Session(cwd=Path(sys.argv[1]), env=env, console=Console(stream=io.StringIO(), fancy=False),
             ui=ScriptedInteraction(interactive=False), resources=locate(env), stdout=io.StringIO())

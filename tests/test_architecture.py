@@ -74,3 +74,30 @@ def test_no_module_reaches_plan_build_by_a_name_the_layer_contract_cannot_see() 
             ):
                 hidden.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {arg.value}")
     assert hidden == []
+
+
+ENTRY = {"main", "program", "outcomes", "__main__"}
+
+
+def contract_layers() -> list[set[str]]:
+    """The names in each layer of the import-linter `layers` contract, top first."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (layers,) = [
+        c["layers"] for c in config["tool"]["importlinter"]["contracts"] if c["id"] == "layers"
+    ]
+    return [set(re.split(r"\s*[:|]\s*", layer.strip())) for layer in layers]
+
+
+def test_the_layers_are_the_folders_and_the_entry_modules_lie_at_the_top() -> None:
+    """Someone reading the tree sees the layers: every module at the package's top is an entry
+    module, every folder is one layer (or one feature of the features layer), and the contract
+    names exactly those, so a new module has to choose its folder."""
+    top = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    layers = contract_layers()
+    assert top == ENTRY
+    assert layers[0] == ENTRY
+    assert layers[-1] == {"core"}
+    assert set().union(*layers[1:]) == folders

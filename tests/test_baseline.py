@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import gitrepo
+from plan_build.core import gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.delivery import baseline
-from plan_build.errors import ExitCode, PlanBuildError
 from tests.conftest import git
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import gitrepo
+from plan_build.core import gitrepo
 from plan_build.delivery import baseline
 from plan_build.delivery import intended as change
 from tests.conftest import git

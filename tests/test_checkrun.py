@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from plan_build import proc
-from plan_build.checkrun import CheckRun, run_check
+from plan_build.core import proc
+from plan_build.core.checkrun import CheckRun, run_check
 
 PY = sys.executable
 

@@ -127,9 +127,9 @@ def test_no_arguments_prints_the_grouped_overview(here, tmp_path: Path) -> None:
 
 def test_the_overview_follows_the_registered_commands(here, tmp_path: Path) -> None:
     """A command appears once it is registered and has a grouping-table entry (`setup`)."""
-    from plan_build import helptext
-    from plan_build.cli import command
-    from plan_build.tasks import namespace
+    from plan_build.cli import helptext
+    from plan_build.cli.strict import command
+    from plan_build.commands import namespace
 
     registered = "setup" in namespace.tasks
     text = here(cwd=tmp_path).stdout
@@ -270,7 +270,7 @@ def test_debug_prints_the_traceback_of_an_internal_error(
 ) -> None:
     from invoke.collection import Collection
 
-    from plan_build.cli import command
+    from plan_build.cli.strict import command
     from plan_build.program import PlanBuildProgram
 
     @command

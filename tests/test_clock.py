@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import clock
+from plan_build.core import clock
+from plan_build.core.ui import Console
 from plan_build.release import actions, fetch
 from plan_build.release.store import Store
-from plan_build.ui import Console
 from tests.support.releases import fake_bundle
 
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")

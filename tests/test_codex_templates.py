@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from plan_build.render import render
+from plan_build.core.render import render
 from tests.conftest import ROOT
 
 TEMPLATES = ROOT / "templates"

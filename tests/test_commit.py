@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from plan_build import config, gitrepo
+from plan_build.core import config, gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.ui import Console
 from plan_build.delivery import baseline, commit
 from plan_build.delivery import verify as verify_mod
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.ui import Console
 from tests.conftest import add_submodule, git
 from tests.support.interaction import ScriptedInteraction
 

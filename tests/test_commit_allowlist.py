@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import config, gitrepo
+from plan_build.core import config, gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.ui import Console
 from plan_build.delivery import baseline, commit
 from plan_build.delivery import verify as verify_mod
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.ui import Console
 from tests.conftest import git
 from tests.support.interaction import ScriptedInteraction
 from tests.support.tokens import aws_key, github_token

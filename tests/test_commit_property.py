@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plan_build import gitrepo
+from plan_build.core import gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.delivery import baseline, commit
 from plan_build.delivery import intended as change
-from plan_build.errors import ExitCode, PlanBuildError
 from tests.support.properties import examples
 
 FILES = 3

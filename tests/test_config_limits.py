@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import config, gitrepo
+from plan_build.core import config, gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.delivery import baseline
-from plan_build.errors import ExitCode, PlanBuildError
 
 
 def load_error(repo: Path, text: str | bytes) -> PlanBuildError:

@@ -20,12 +20,12 @@ from typing import Any
 import psutil
 import pytest
 
-from plan_build.context import Session
+from plan_build.core.context import Session
+from plan_build.core.resources import locate
+from plan_build.core.ui import Console
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch import runner as dispatch
 from plan_build.dispatch import taskfile, telemetry
-from plan_build.resources import locate
-from plan_build.ui import Console
 from tests.conftest import ROOT, Stubs, git
 from tests.dispatch_support import (
     PLAN,

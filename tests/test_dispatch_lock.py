@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.dispatch.lock import DispatchLock
-from plan_build.errors import ExitCode, PlanBuildError
 
 
 def test_a_running_dispatch_is_named_in_the_refusal(tmp_path: Path) -> None:

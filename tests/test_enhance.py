@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from plan_build import interact
-from plan_build.context import Session
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.interact import Choice
-from plan_build.resources import locate
+from plan_build.core import interact
+from plan_build.core.context import Session
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.interact import Choice
+from plan_build.core.resources import locate
+from plan_build.core.ui import Console
 from plan_build.startup import enhance, enhancechecks
 from plan_build.startup.enhance import TAG, Enhanced, enhance_payload
-from plan_build.ui import Console
 from tests.conftest import Stubs
 from tests.support.interaction import ScriptedInteraction
 from tests.support.orphans import alive, survivors

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import fsutil, gitrepo
+from plan_build.core import fsutil, gitrepo
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.fsutil import NameRules
 from plan_build.dispatch import attempt
 from plan_build.dispatch.scope import Byproducts, Scope
-from plan_build.errors import PlanBuildError
-from plan_build.fsutil import NameRules
 from tests.conftest import Stubs, git
 from tests.dispatch_support import PLAN, codex_edits, make_plan, status_of
 

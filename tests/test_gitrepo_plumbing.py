@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from plan_build import gitrepo
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core import gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
 
 # As plan-build runs it: one rev-parse (outside a work tree git answers the first three, then
 # fails), with the read-only-index options every git call carries (git_argv).

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plan_build import gitrepo
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core import gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.startup import identity
 from tests.conftest import git
 

@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.interact import Choice, TerminalInteraction, render_choices
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.interact import Choice, TerminalInteraction, render_choices
 from tests.support.sessions import TTYText
 
 CHOICES = [Choice("r", "retry"), Choice("d", "continue degraded"), Choice("s", "stop")]

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from plan_build import interrupts
+from plan_build.core import interrupts
 
 
 @pytest.mark.parametrize("sig", interrupts.STOPPING)

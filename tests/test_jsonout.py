@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from plan_build import jsonout
+from plan_build.core import jsonout
 
 
 def test_the_writer_sorts_keys_escapes_non_ascii_and_ends_with_a_newline() -> None:

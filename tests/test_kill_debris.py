@@ -116,7 +116,7 @@ def test_after_a_killed_baseline_the_next_run_leaves_no_debris(
 def test_sweep_removes_only_what_a_gone_owner_left(tmp_path: Path) -> None:
     import subprocess
 
-    from plan_build import fsutil
+    from plan_build.core import fsutil
 
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -158,7 +158,7 @@ def test_without_psutil_temp_names_still_carry_the_pid(
     and the start time still comes from /proc."""
     import psutil
 
-    from plan_build import fsutil
+    from plan_build.core import fsutil
 
     started = int(psutil.Process().create_time())
     monkeypatch.setitem(sys.modules, "psutil", None)

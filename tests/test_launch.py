@@ -321,7 +321,7 @@ def test_the_dry_run_prompt_snippet_gives_bash_exactly_the_prompt(prompt: str) -
 def test_the_degraded_reason_the_baseline_keeps_holds_no_credential() -> None:
     """The reason is shown by `status` and the report and kept in baseline.json: a check's
     detail that carries a token (an error echoing a URL, a header) is withheld, the rest kept."""
-    from plan_build.checks import Check
+    from plan_build.core.checks import Check
     from plan_build.startup.chain import degraded_reason
     from plan_build.startup.preflight import Report
 

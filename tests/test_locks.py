@@ -1,4 +1,4 @@
-"""The one lock type (plan_build.locks): one holder across processes, the holder named when
+"""The one lock type (plan_build.core.locks): one holder across processes, the holder named when
 another is refused or waits, a killed holder's lock free again with its record handed over,
 and the pid-reuse rule every lock uses to decide whether a recorded owner still runs."""
 
@@ -16,13 +16,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from plan_build.errors import ExitCode
-from plan_build.locks import FileLock, LockBusy, me, owner_alive, parse_record
+from plan_build.core.errors import ExitCode
+from plan_build.core.locks import FileLock, LockBusy, me, owner_alive, parse_record
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from plan_build.locks import FileLock
+from plan_build.core.locks import FileLock
 lock = FileLock(Path(sys.argv[1]), shared=sys.argv[2] == "shared")
 lock.acquire(wait=True, task="T-1")
 print("locked", flush=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import agentmemory as memory
+from plan_build.core import agentmemory as memory
 from tests.support.memserver import MemoryServer
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from plan_build import agentmemory as memory
+from plan_build.core import agentmemory as memory
 from plan_build.dispatch import memslot
 from tests.support.memserver import MemoryServer
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.ui import Console
 from plan_build.startup.payload import HINT, read_payload
-from plan_build.ui import Console
 
 
 class TtyText(io.StringIO):

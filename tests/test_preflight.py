@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.startup import preflight, wslchecks
 from tests.conftest import Stubs, git
 from tests.support.memserver import MemoryServer
@@ -259,7 +259,7 @@ def test_the_branch_is_asked_once_beside_the_probes(
     other probes run (issue 15: no git launch after the slowest probe has finished)."""
     import threading
 
-    from plan_build.gitrepo import Repo
+    from plan_build.core.gitrepo import Repo
 
     asked: list[bool] = []  # True: asked in a probe's thread
     real = Repo.branch
@@ -279,7 +279,7 @@ def test_a_weaker_hold_on_the_process_tree_is_named(
     ready: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On macOS (or with /proc hidden) preflight says what a user loses; on Linux no row."""
-    from plan_build import proctree
+    from plan_build.core import proctree
 
     monkeypatch.setattr(proctree, "supervision_gap", lambda: "this system has no child subreaper")
     _, report, _ = run(ready)

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from plan_build import tools
+from plan_build.core import tools
 from plan_build.startup import preflight
 from tests.conftest import Stubs
 from tests.support.sessions import make_session

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build.checks import Check
+from plan_build.core.checks import Check
 from plan_build.startup import preflight, wslchecks
 from tests.conftest import Stubs, git
 from tests.support.sessions import make_session

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import proc
+from plan_build.core import proc
 from tests.support.orphans import alive
 
 PY = sys.executable

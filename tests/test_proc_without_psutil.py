@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import proc
+from plan_build.core import proc
 
 
 def test_a_timeout_without_psutil_stops_the_child_and_its_group(

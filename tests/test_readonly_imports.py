@@ -35,7 +35,7 @@ HEAVY = {
 }
 # what a plan round's status does not need either: the work-tree snapshot (implementation
 # rounds fingerprint the change) and OpenSSL (a round record's plan hash)
-PLAN_ROUND_HEAVY = {"plan_build.snapshot", "hashlib", "_hashlib"}
+PLAN_ROUND_HEAVY = {"plan_build.core.snapshot", "hashlib", "_hashlib"}
 LOADED = (
     "import contextlib, io, os, runpy, sys\n"
     "sys.argv = ['plan-build', *sys.argv[1:]]\n"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.dispatch import recipe as recipes
-from plan_build.errors import ExitCode, PlanBuildError
 
 
 def test_the_reported_fingerprint_is_the_sha256_of_the_canonical_json() -> None:

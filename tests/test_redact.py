@@ -7,7 +7,7 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plan_build import redact
+from plan_build.core import redact
 from tests.support.tokens import aws_key, github_token
 
 

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from plan_build.errors import PlanBuildError
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.ui import Console
 from plan_build.release import actions, fetch
 from plan_build.release.store import Store
-from plan_build.ui import Console
 from tests.support.releases import (
     FileServer,
     fake_bundle,

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import runrelease
-from plan_build.context import Session
+from plan_build.core import runrelease
+from plan_build.core.context import Session
+from plan_build.core.resources import locate
+from plan_build.core.ui import Console
 from plan_build.release import actions, binding, fetch
 from plan_build.release.store import Store
-from plan_build.resources import locate
-from plan_build.ui import Console
 from tests.support.releases import fake_bundle
 
 

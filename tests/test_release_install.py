@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from plan_build.core.ui import Console
 from plan_build.release import actions, fetch
 from plan_build.release.store import Store
-from plan_build.ui import Console
 from tests.support.releases import fake_bundle
 
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from plan_build import release
-from plan_build.errors import PlanBuildError
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.ui import Console
 from plan_build.release import actions, fetch
 from plan_build.release.store import Store
-from plan_build.ui import Console
 from tests.support.releases import (
     FileServer,
     bomb_tar,
@@ -297,7 +297,7 @@ try:
     resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 except (ValueError, OSError):  # macOS does not enforce it; the peak below still tells
     pass
-from plan_build.errors import PlanBuildError
+from plan_build.core.errors import PlanBuildError
 from plan_build.release import actions, fetch
 from plan_build.release.store import Store
 source, root, pin = sys.argv[1], Path(sys.argv[2]), sys.argv[3] or None

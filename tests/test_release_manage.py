@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from plan_build.errors import PlanBuildError
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.ui import Console
 from plan_build.release import actions, fetch
 from plan_build.release.store import Store
-from plan_build.ui import Console
 from tests.support.releases import fake_bundle
 
 
@@ -48,7 +48,7 @@ def bound_run(root: Path) -> Iterator[callable]:  # type: ignore[valid-type]
         code = (
             "import sys\n"
             "from pathlib import Path\n"
-            "from plan_build.runrelease import hold\n"
+            "from plan_build.core.runrelease import hold\n"
             f"assert hold(Path({str(root / 'releases' / release_id)!r}))\n"
             "print('bound', flush=True)\n"
             "sys.stdin.read()\n"

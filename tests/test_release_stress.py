@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from plan_build.core.ui import Console
 from plan_build.release import actions, fetch
 from plan_build.release.store import Store
 from plan_build.release.validate import validate
-from plan_build.ui import Console
 from tests.support.releases import ROOT, check_bound, fake_bundle, resolve_current
 
 WORKER = [sys.executable, "-m", "tests.support.release_worker"]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import gitrepo
+from plan_build.core import gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.delivery import baseline
-from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.views import report as view
 from plan_build.views import story as st
 from plan_build.views import storyread
@@ -149,7 +149,7 @@ def test_a_baseline_only_session_gives_a_page_that_says_so(repo: Path, private_h
 def test_a_dispatch_tagged_with_another_session_is_not_in_this_ones_report(repo: Path) -> None:
     """Two sessions at the same time (two worktrees share the log): each report has its own
     dispatches and the untagged ones of its time, never the other session's."""
-    from plan_build import clock
+    from plan_build.core import clock
     from plan_build.dispatch import telemetry
     from plan_build.views import storydispatch
 

@@ -9,10 +9,10 @@ import os
 import shutil
 from pathlib import Path
 
-from plan_build import gitrepo
+from plan_build.core import gitrepo
+from plan_build.core.ui import Console
 from plan_build.delivery import baseline
 from plan_build.delivery import commit as commit_mod
-from plan_build.ui import Console
 from plan_build.views import report as view
 from plan_build.views import storyread
 from tests.conftest import ROOT, Stubs

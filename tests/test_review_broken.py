@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import gitrepo
-from plan_build.claudesessions import ClaudeSession
+from plan_build.core import gitrepo
+from plan_build.core.claudesessions import ClaudeSession
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.delivery.commitapproval import review_gate
-from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.review import folders
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.resolution import resolve

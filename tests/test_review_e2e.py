@@ -332,7 +332,7 @@ def test_codex_and_coderabbit_findings_share_one_round(cli, stubs, project: Path
 def test_fix_then_repeat_then_approve_and_the_approval_tracks_the_tree(
     cli, stubs, project: Path
 ) -> None:
-    from plan_build import gitrepo
+    from plan_build.core import gitrepo
     from plan_build.review.approval import current_approval
 
     wf = to_implementation(cli, stubs, project)
@@ -690,7 +690,7 @@ def test_status_with_no_workflow(cli, stubs, project: Path) -> None:
 
 
 def test_done_finishes_without_approval(cli, stubs, project: Path) -> None:
-    from plan_build import gitrepo
+    from plan_build.core import gitrepo
     from plan_build.review.approval import current_approval
 
     wf = start_plan_review(cli, stubs, project)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from plan_build.core.ui import Console
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.workflowfile import create, dumps
-from plan_build.ui import Console
 from tests.support.reviewkit import (
     CLEAN,
     IMPL_REVIEW,

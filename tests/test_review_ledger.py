@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.review.ledger import HEADER, Entry, Ledger, counts, ensure
 
 T1 = dt.datetime(2026, 11, 30, 10, 0, 0, tzinfo=dt.UTC)

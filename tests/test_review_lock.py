@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build.errors import ExitCode
+from plan_build.core.errors import ExitCode
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.lock import LockHeld, WorkflowLock, held_by_other
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build.resources import CHECKOUT_ROOT
+from plan_build.core.resources import CHECKOUT_ROOT
 from plan_build.review.prompts import PriorFinding, PromptContext, build, project_id
 
 GOLDEN = Path(__file__).parent / "golden" / "codex"

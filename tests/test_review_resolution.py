@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import gitrepo, snapshot
-from plan_build.claudesessions import ClaudeSession
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core import gitrepo, snapshot
+from plan_build.core.claudesessions import ClaudeSession
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.plans import native_plan, source_path
 from plan_build.review.resolution import resolve

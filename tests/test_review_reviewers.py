@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from plan_build.core.ui import Console
 from plan_build.review import coderabbit, codex
 from plan_build.review.reviewers import (
     Outcome,
@@ -19,7 +20,6 @@ from plan_build.review.reviewers import (
     duration,
     heartbeat_every,
 )
-from plan_build.ui import Console
 
 
 def test_codex_command_is_read_only_with_json_and_an_output_file(tmp_path: Path) -> None:

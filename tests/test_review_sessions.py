@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import claudesessions as sessions
-from plan_build.claudesessions import SessionError, process_start, read_session_file, resolve
+from plan_build.core import claudesessions as sessions
+from plan_build.core.claudesessions import SessionError, process_start, read_session_file, resolve
 
 SID_A = "1dae44f1-1219-4786-b81f-7c23a218c0ac"
 SID_B = "2bbe44f1-1219-4786-b81f-7c23a218c0ad"
@@ -165,7 +165,7 @@ def test_a_malformed_session_id_variable_is_ignored(private_home: Path) -> None:
 
 def test_the_real_parent_chain_reaches_this_test_process(private_home: Path) -> None:
     code = (
-        "from plan_build.claudesessions import ancestors; import os; "
+        "from plan_build.core.claudesessions import ancestors; import os; "
         f"print({os.getpid()} in ancestors())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import config, gitrepo
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.resources import CHECKOUT_ROOT
+from plan_build.core import config, gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.resources import CHECKOUT_ROOT
+from plan_build.core.ui import Console
 from plan_build.review import transitions
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.ledger import Ledger
 from plan_build.review.roundfiles import ReviewerRun, RoundRecord, save_round, sha256_file
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.workflowfile import Workflow, create, load, save
-from plan_build.ui import Console
 from tests.support.interaction import ScriptedInteraction
 from tests.support.reviewkit import CLEAN
 

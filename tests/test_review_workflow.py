@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.review.layout import GENERATED_ID, WorkflowDir, check_id, find_root, new_id
 from plan_build.review.steps import Step, inspect
 from plan_build.review.workflowfile import create, dumps, load, parse, project_key, save

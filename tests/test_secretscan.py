@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from plan_build import config, gitrepo
+from plan_build.core import config, gitrepo
 from plan_build.delivery import baseline, secretscan
 from plan_build.delivery import verify as verify_mod
 from plan_build.delivery.intended import parse_added

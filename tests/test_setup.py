@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from plan_build.errors import PlanBuildError
+from plan_build.core.errors import PlanBuildError
 from plan_build.startup import setup as setup_mod
 from plan_build.startup import setupstep, sources
 from tests.conftest import ROOT, Stubs, git
@@ -798,9 +798,9 @@ def test_an_installed_wheel_is_built_from_its_package_and_activated(
     import shutil
     import zipfile
 
-    from plan_build import resources
+    from plan_build.core import resources
+    from plan_build.core.ui import Console
     from plan_build.release import actions
-    from plan_build.ui import Console
     from tests.support.releases import make_checkout
 
     # a wheel's layout: the package, with the skills and templates under _data/

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from plan_build import resources
+from plan_build.core import resources
 
 SKILLS = Path(__file__).resolve().parent.parent / "skills"
 STANDARD = SKILLS / "SKILL.md"

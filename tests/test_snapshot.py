@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import gitrepo, snapshot
+from plan_build.core import gitrepo, snapshot
 from tests.conftest import git
 
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plan_build import ctimescan, gitrepo, snapshot
+from plan_build.core import ctimescan, gitrepo, snapshot
 from tests.conftest import git
 from tests.support.properties import examples
 

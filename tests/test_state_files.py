@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import fsutil, gitrepo
+from plan_build.core import fsutil, gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.delivery import baseline, commit
 from plan_build.delivery import verify as verify_mod
-from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.review.layout import workflows_dir
 
 DEEP = "[" * 100_000 + "]" * 100_000

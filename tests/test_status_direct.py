@@ -164,8 +164,8 @@ def test_ctrl_c_in_status_is_exit_130(
 def test_the_direct_command_lines_are_every_spelling_status_takes_without_help() -> None:
     """A flag added to the `status` task must be added to main.DIRECT (else that spelling only
     runs slower, through the program): this names the mismatch."""
+    from plan_build.commands import namespace
     from plan_build.main import DIRECT
-    from plan_build.tasks import namespace
 
     flags = [a.name for a in namespace["status"].get_arguments()]
     assert flags == ["json"]

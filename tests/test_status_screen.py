@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from plan_build import gitrepo
+from plan_build.core import gitrepo
+from plan_build.core.ui import Console
 from plan_build.delivery import baseline
 from plan_build.delivery import commit as commit_mod
-from plan_build.ui import Console
 from plan_build.views import status as view
 from tests.conftest import ROOT, Stubs, git
 from tests.dispatch_support import codex_edits, commit_records, make_plan

@@ -14,7 +14,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plan_build import gitrepo, snapshot
+from plan_build.core import gitrepo, snapshot
 from plan_build.delivery import baseline, statusindex
 from plan_build.delivery import intended as change
 from tests.conftest import git

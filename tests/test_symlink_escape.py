@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import fsutil, gitrepo
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core import fsutil, gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.startup import architectrecords, identity
 from tests.conftest import git
 from tests.dispatch_support import codex_edits, make_plan

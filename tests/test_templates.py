@@ -9,7 +9,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from plan_build.render import fence, render
+from plan_build.core.render import fence, render
 from tests.conftest import ROOT
 
 GOLDEN = Path(__file__).parent / "golden"

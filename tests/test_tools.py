@@ -1,4 +1,4 @@
-"""The one tool probe (plan_build.tools): where a tool is, what its first line says, which
+"""The one tool probe (plan_build.core.tools): where a tool is, what its first line says, which
 version that is, and the version cache that spares a second launch. Tools are stubs on PATH."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import proc, tools
+from plan_build.core import proc, tools
 from tests.conftest import Stubs
 
 

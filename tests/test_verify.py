@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from plan_build import config, gitrepo
+from plan_build.core import config, gitrepo
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.delivery import baseline, secretscan
 from plan_build.delivery import verify as verify_mod
-from plan_build.errors import ExitCode, PlanBuildError
 from tests.conftest import add_submodule, git
 
 PY = sys.executable

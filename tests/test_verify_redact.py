@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import gitrepo
+from plan_build.core import gitrepo
 from plan_build.delivery import baseline
 from tests.conftest import git
 from tests.support.tokens import aws_key, github_token

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from plan_build import gitrepo
+from plan_build.core import gitrepo
 from plan_build.delivery import baseline
 from plan_build.views import session as facts
 from tests.conftest import git

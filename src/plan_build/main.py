@@ -24,7 +24,7 @@ def direct_json(args: Sequence[str]) -> bool | None:
 
 
 def _status(json: bool) -> None:
-    from plan_build.context import Session
+    from plan_build.core.context import Session
     from plan_build.views import status as view
 
     view.show(Session.from_process(), json=json)
@@ -44,7 +44,7 @@ def main() -> None:
 
 def run_release(pyz: str, bind_lock: int | None = None) -> None:
     """Entry point of a bundle's zipapp (and of the installed launcher): bind, then run."""
-    from plan_build.runrelease import bind
+    from plan_build.core.runrelease import bind
 
     bind(pyz, bind_lock)
     main()

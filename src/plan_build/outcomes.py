@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from plan_build import __version__, clock
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build import __version__
+from plan_build.core import clock
+from plan_build.core.errors import ExitCode, PlanBuildError
 
 PREFIX = "plan-build"
 

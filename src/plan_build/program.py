@@ -18,8 +18,8 @@ from invoke.parser.context import ParserContext
 from invoke.program import Program
 
 from plan_build import __version__
-from plan_build.cli import HELP_FLAGS, FlagForArgument, StrictParser, metavar
-from plan_build.errors import ExitCode
+from plan_build.cli.strict import HELP_FLAGS, FlagForArgument, StrictParser, metavar
+from plan_build.core.errors import ExitCode
 from plan_build.outcomes import PREFIX, guarded
 
 SHELLS = ("bash", "zsh", "fish")
@@ -41,7 +41,7 @@ CORE_OPTIONS: tuple[tuple[tuple[str, str] | tuple[str], str, str], ...] = (
 class PlanBuildConfig(Config):
     """Only the collection's own settings: no /etc, ~ or project invoke files, no runtime
     file, no INVOKE_* variables, so a user's invoke setup for other projects never changes
-    plan-build. plan-build's own configuration is `.plan-build.yaml` (plan_build.config)."""
+    plan-build. plan-build's own configuration is `.plan-build.yaml` (plan_build.core.config)."""
 
     prefix = "plan-build"  # file names and the variable prefix are never used (see below)
 
@@ -172,7 +172,7 @@ class PlanBuildProgram(Program):
 
             from invoke.completion.complete import complete
 
-            from plan_build import helptext
+            from plan_build.cli import helptext
 
             # the command names as --list shows them: each once (`review`, not `review.review`)
             names = SimpleNamespace(
@@ -194,24 +194,24 @@ class PlanBuildProgram(Program):
             self.config.merge()
 
     def no_tasks_given(self) -> None:
-        from plan_build import helptext
+        from plan_build.cli import helptext
 
         sys.stdout.write(helptext.overview(self.collection, self.binary))
         raise Exit
 
     def print_help(self) -> None:
-        from plan_build import helptext
+        from plan_build.cli import helptext
 
         options = [(option_spec(names, value), text) for names, value, text in CORE_OPTIONS]
         sys.stdout.write(helptext.core_help(self.collection, self.binary, options))
 
     def list_tasks(self) -> None:
-        from plan_build import helptext
+        from plan_build.cli import helptext
 
         sys.stdout.write(helptext.command_list(self.collection))
 
     def print_task_help(self, name: str) -> None:
-        from plan_build import helptext
+        from plan_build.cli import helptext
 
         task = self.collection[name]  # shown by the name --list uses (`release.status` → release)
         shown = next((n for n, t in helptext.commands(self.collection) if t is task), name)
@@ -291,7 +291,7 @@ def usage_message(msg: str) -> str:
 
 
 def build_program(binary: str = PREFIX) -> PlanBuildProgram:
-    from plan_build.tasks import namespace
+    from plan_build.commands import namespace
 
     return PlanBuildProgram(
         namespace=namespace,

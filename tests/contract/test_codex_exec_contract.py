@@ -1,5 +1,5 @@
 """The real `codex exec` against a loopback Responses API, run through plan-build's process seam
-(`plan_build.proc.run`: stdin closed, timeout, whole-tree kill).
+(`plan_build.core.proc.run`: stdin closed, timeout, whole-tree kill).
 
 These prove what dispatch (`codex exec --sandbox workspace-write --json -o FILE <prompt>`) and
 Codex review rounds (`codex exec --sandbox read-only …`) rely on: the prompt argument reaches the
@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
-from plan_build import proc
+from plan_build.core import proc
 from tests import dispatch_support
 from tests.conftest import git
 from tests.contract.conftest import Agents

@@ -12,8 +12,8 @@ from typing import Any
 import psutil
 import pytest
 
+from plan_build.core.resources import locate
 from plan_build.dispatch import recipe as recipes
-from plan_build.resources import locate
 from plan_build.review import prompts
 from tests.contract.conftest import Agents
 from tests.contract.fakeapis import ResponsesApi

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from plan_build import proctree
+from plan_build.core import proctree
 from tests.portable.degrade import subreaper_refused
 
 pytestmark = pytest.mark.skipif(

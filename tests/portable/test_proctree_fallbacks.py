@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from plan_build import claudesessions, locks, proctree
+from plan_build.core import claudesessions, locks, proctree
 
 REAL = Path(os.environ.get("PB_REALPROC", "/proc"))
 

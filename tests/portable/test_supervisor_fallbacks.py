@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from plan_build import proc
+from plan_build.core import proc
 from tests.support.orphans import alive
 
 PY = sys.executable
@@ -70,7 +70,7 @@ def test_sigkill_of_the_caller_still_stops_a_quick_orphan(tmp_path: Path) -> Non
     command = QUICK_ORPHAN.format(pidfile=str(pidfile)) + "import time; time.sleep(60)\n"
     caller = (
         "import sys\n"
-        "from plan_build import proc\n"
+        "from plan_build.core import proc\n"
         f"proc.run([sys.executable, '-c', {command!r}], timeout=120, supervised=True)\n"
     )
     p = subprocess.Popen([PY, "-c", caller])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from plan_build.interact import Choice, match_choice, no_terminal
+from plan_build.core.interact import Choice, match_choice, no_terminal
 
 
 @dataclass

@@ -29,7 +29,7 @@ def install(spec: str) -> None:
         return count[0] == int(nth)
 
     if kind in ("run", "ran"):
-        from plan_build import proc
+        from plan_build.core import proc
 
         original = proc._execute
 

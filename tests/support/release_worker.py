@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 from plan_build import release
+from plan_build.core.ui import Console
 from plan_build.release import actions, fetch
 from plan_build.release.store import Store
-from plan_build.ui import Console
 from tests.support.releases import check_bound, resolve_current
 
 

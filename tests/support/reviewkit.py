@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from plan_build.claudesessions import process_start
+from plan_build.core.claudesessions import process_start
 from tests.support import stubtool
 
 SESSION_ID = "1dae44f1-1219-4786-b81f-7c23a218c0ac"

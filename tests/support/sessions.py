@@ -6,9 +6,9 @@ import io
 import os
 from pathlib import Path
 
-from plan_build.context import Session
-from plan_build.resources import locate
-from plan_build.ui import Console
+from plan_build.core.context import Session
+from plan_build.core.resources import locate
+from plan_build.core.ui import Console
 from tests.support.interaction import ScriptedInteraction
 
 

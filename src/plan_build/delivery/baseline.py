@@ -26,9 +26,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from plan_build import clock, fsutil, snapshot
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo
+from plan_build.core import clock, fsutil, snapshot
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.gitrepo import Repo
 
 ENV_VAR = "PLAN_BUILD_SESSION"
 REF_PREFIX = "refs/plan-build/sessions/"

@@ -16,7 +16,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from plan_build import fsutil, interrupts, snapshot
+from plan_build.core import fsutil, interrupts, snapshot
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.gitrepo import Repo
+from plan_build.core.interact import Interaction, no_terminal, require_person
+from plan_build.core.ui import Console
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.delivery import intended as change_mod
 from plan_build.delivery import verify as verify_mod
@@ -37,10 +41,6 @@ from plan_build.delivery.commitrecovery import (
     tidy,
 )
 from plan_build.delivery.intended import display_path
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo
-from plan_build.interact import Interaction, no_terminal, require_person
-from plan_build.ui import Console
 
 # --- messages -----------------------------------------------------------------------------
 

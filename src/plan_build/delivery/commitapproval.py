@@ -11,14 +11,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plan_build import clock, fsutil
+from plan_build.core import clock, fsutil
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.gitrepo import Repo
+from plan_build.core.interact import Interaction
+from plan_build.core.ui import Console
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.delivery.commitplan import Plan
 from plan_build.delivery.intended import display_path
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo
-from plan_build.interact import Interaction
-from plan_build.ui import Console
 
 
 def review_gate(repo: Repo, *, tree: str | None = None) -> tuple[bool, str]:

@@ -11,13 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from plan_build import fsutil, locks, snapshot
+from plan_build.core import fsutil, locks, snapshot
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.delivery import intended as change_mod
 from plan_build.delivery.baseline import Baseline
 from plan_build.delivery.intended import Entry
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo
 
 
 def _busy(record: locks.Record) -> PlanBuildError:

@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from plan_build import proc
+from plan_build.core import proc
+from plan_build.core.gitrepo import Repo, git_argv, git_env
 from plan_build.delivery import statusindex
 from plan_build.delivery.baseline import Baseline
-from plan_build.gitrepo import Repo, git_argv, git_env
 
 # Diffs are read with fixed options so a user's diff config (noprefix, external tools,
 # textconv, colour, relative paths) cannot change what plan-build parses.

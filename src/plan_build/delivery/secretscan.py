@@ -5,7 +5,7 @@ gives them with `--text --no-textconv --no-ext-diff` (`intended.added_lines`), s
 `.gitattributes` (`binary`, `-diff`, a textconv driver) nor `core.bigFileThreshold` can hide a
 file. A secret that was already in a file is not blamed on the session.
 
-The rules, through the shared scanner in `plan_build.redact` (detect-secrets' plugins and
+The rules, through the shared scanner in `plan_build.core.redact` (detect-secrets' plugins and
 filters, called directly; never online):
 - a source file: every default plugin and filter;
 - a file detect-secrets skips by name to cut noise (lock files, swagger files, `.css`, `.png`
@@ -91,7 +91,7 @@ def accepted_hashes(data: bytes | None) -> dict[str, set[str]]:
 
 
 def _engine() -> Any:
-    from plan_build import redact
+    from plan_build.core import redact
 
     try:
         return redact.engine()

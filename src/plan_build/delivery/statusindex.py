@@ -29,11 +29,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from plan_build import fsutil, snapshot
+from plan_build.core import fsutil, snapshot
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.gitrepo import Repo, git_env
+from plan_build.core.proc import CommandFailed
 from plan_build.delivery.baseline import STATUS_INDEX, Baseline, sessions_dir
-from plan_build.errors import PlanBuildError
-from plan_build.gitrepo import Repo, git_env
-from plan_build.proc import CommandFailed
 
 FORMAT = 1
 MAX_GONE = 1000  # more dropped paths than this: not kept (each is checked on every run)

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_build import checks, clock, fsutil, proc, redact, snapshot
-from plan_build.checkrun import run_check
-from plan_build.checks import Check
-from plan_build.config import FILENAME, Config
+from plan_build.core import checks, clock, fsutil, proc, redact, snapshot
+from plan_build.core.checkrun import run_check
+from plan_build.core.checks import Check
+from plan_build.core.config import FILENAME, Config
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.delivery import intended as change_mod
 from plan_build.delivery import secretscan
@@ -28,8 +30,6 @@ from plan_build.delivery.baseline import Baseline
 from plan_build.delivery.intended import Change, display_path
 from plan_build.delivery.verifychecks import DOCUMENTS, HANDOVER, RECORDS, check_secrets
 from plan_build.delivery.verifyrecord import ACCEPTABLE_AT_COMMIT, last_record, record_path
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo
 
 MODES = ("standard", "architect")
 DEFAULT_COMMAND_TIMEOUT = 1800.0

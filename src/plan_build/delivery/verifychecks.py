@@ -13,13 +13,13 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from plan_build import redact
-from plan_build.checks import Check
+from plan_build.core import redact
+from plan_build.core.checks import Check
+from plan_build.core.gitrepo import Repo
 from plan_build.delivery import intended as change_mod
 from plan_build.delivery import secretscan
 from plan_build.delivery.baseline import Baseline
 from plan_build.delivery.intended import Change, display_path
-from plan_build.gitrepo import Repo
 
 RECORDS = ("SPEC.md", "TASKS.md", "ADR.md", "CHANGELOG.md", "README.md")
 HANDOVER = tuple(

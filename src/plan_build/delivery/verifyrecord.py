@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from plan_build import fsutil
+from plan_build.core import fsutil
+from plan_build.core.gitrepo import Repo
 from plan_build.delivery.baseline import sessions_dir
-from plan_build.gitrepo import Repo
 
 # Failing checks that `commit` lets the user accept at its approval (never an agent).
 ACCEPTABLE_AT_COMMIT = frozenset({"secrets.allowlisted"})

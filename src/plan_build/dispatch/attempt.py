@@ -10,16 +10,16 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from plan_build import proc, redact, snapshot
+from plan_build.core import proc, redact, snapshot
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.fsutil import atomic_write
+from plan_build.core.gitrepo import Repo
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch import taskfile, telemetry
 from plan_build.dispatch.evidence import evidence_text, one_line, tail
 from plan_build.dispatch.prompts import codex_argv
 from plan_build.dispatch.results import SCOPE_MARKER, Attempt
 from plan_build.dispatch.scope import Byproducts, Scope
-from plan_build.errors import PlanBuildError
-from plan_build.fsutil import atomic_write
-from plan_build.gitrepo import Repo
 
 HEARTBEAT_EVERY = 30.0
 STDERR_TAIL_LINES = 8

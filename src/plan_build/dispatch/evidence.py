@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_build import redact
+from plan_build.core import redact
+from plan_build.core.render import fence
 from plan_build.dispatch.results import REASONS, SCOPE_MARKER, Attempt
 from plan_build.dispatch.taskmodel import BLOCKED, REVIEW
-from plan_build.render import fence
 
 EVIDENCE_TAIL_LINES = 15
 EVIDENCE_TAIL_CHARS = 1_500

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from plan_build import clock
-from plan_build.context import Session
+from plan_build.core import clock
+from plan_build.core.context import Session
+from plan_build.core.fsutil import atomic_write
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import memslot, prompts, report, taskfile, telemetry
 from plan_build.dispatch import recipe as recipes
@@ -21,7 +22,6 @@ from plan_build.dispatch.evidence import Header, evidence_text, human_seconds
 from plan_build.dispatch.results import Attempt, DispatchResult
 from plan_build.dispatch.scope import Byproducts
 from plan_build.dispatch.taskmodel import Task, TaskFile
-from plan_build.fsutil import atomic_write
 
 
 @dataclass

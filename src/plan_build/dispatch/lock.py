@@ -1,6 +1,6 @@
 """One dispatch at a time per repository: `<state>/dispatch/lock` (all worktrees share it).
 
-Built on the core lock (plan_build.locks): an flock on the file, whose JSON record names the
+Built on the core lock (plan_build.core.locks): an flock on the file, whose JSON record names the
 dispatch (`pid`, `started`, `task`, `at`) and the process group it runs now (`group`: pgid and
 the leader's start time, set by `record_group`). A dispatch that died leaves its record; the
 next one stops what survives of that group before it starts (a Codex that outlived its
@@ -14,8 +14,8 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from plan_build import clock, locks, proc
-from plan_build.errors import PlanBuildError, usage
+from plan_build.core import clock, locks, proc
+from plan_build.core.errors import PlanBuildError, usage
 
 
 def _busy(record: locks.Record) -> PlanBuildError:

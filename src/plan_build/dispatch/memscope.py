@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from plan_build.core.errors import ExitCode, PlanBuildError, usage
 from plan_build.dispatch import memslot
-from plan_build.errors import ExitCode, PlanBuildError, usage
 
 MEMORY_MODES = ("required", "degraded")
 SLOT_LABEL = "workflow_status"
@@ -55,7 +55,7 @@ def codex_env(root: Path, env: Mapping[str, str], mode: str) -> dict[str, str]:
     """The session's environment plus the memory scope the prompt promises Codex: the
     committed identity, the memory mode and whether context is injected. An inherited
     AGENTMEMORY_PROJECT_NAME that names another project is refused (exit 3)."""
-    from plan_build.agentmemory import memory_env
+    from plan_build.core.agentmemory import memory_env
 
     ident = project_identity(root, env)
     inherited = env.get("AGENTMEMORY_PROJECT_NAME")

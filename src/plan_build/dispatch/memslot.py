@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_build import agentmemory as memory
+from plan_build.core import agentmemory as memory
 
 TIMEOUT = 3.0
 

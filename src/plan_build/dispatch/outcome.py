@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 import time
 
-from plan_build import interrupts
+from plan_build.core import interrupts
+from plan_build.core.errors import PlanBuildError
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import report, taskfile, taskstate
 from plan_build.dispatch.evidence import (
@@ -20,7 +21,6 @@ from plan_build.dispatch.inflight import InFlight
 from plan_build.dispatch.results import DispatchResult
 from plan_build.dispatch.scope import Scope
 from plan_build.dispatch.taskmodel import BLOCKED, IN_PROGRESS, Task
-from plan_build.errors import PlanBuildError
 
 
 def finish(d: InFlight, task: Task, status: str, reason: str, baseline: str) -> DispatchResult:

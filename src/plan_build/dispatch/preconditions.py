@@ -7,14 +7,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from plan_build.config import FILENAME, Config
+from plan_build.core.config import FILENAME, Config
+from plan_build.core.errors import usage
+from plan_build.core.fsutil import BYTEWISE, NameRules
+from plan_build.core.gitrepo import Repo
 from plan_build.dispatch import taskfile, taskstate
 from plan_build.dispatch.results import REASONS
 from plan_build.dispatch.scope import DEFAULT_BYPRODUCTS, Byproducts, byproduct_problem
 from plan_build.dispatch.taskmodel import BLOCKED, COMPLETE, IN_PROGRESS, Task, TaskFile
-from plan_build.errors import usage
-from plan_build.fsutil import BYTEWISE, NameRules
-from plan_build.gitrepo import Repo
 
 # Blocked for these reasons, the same task text would fail the same way: refuse to redispatch
 # it unchanged. Codex failures and timeouts (network, auth) may succeed on a plain retry.

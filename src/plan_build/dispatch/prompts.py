@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from plan_build import redact
+from plan_build.core import redact
+from plan_build.core.errors import ExitCode, PlanBuildError, usage
+from plan_build.core.render import render
 from plan_build.dispatch import memslot, taskfile
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch.evidence import tail
@@ -25,8 +27,6 @@ from plan_build.dispatch.taskmodel import (
     Task,
     TaskFile,
 )
-from plan_build.errors import ExitCode, PlanBuildError, usage
-from plan_build.render import render
 
 MAX_PROMPT_BYTES = 120_000  # one argv element may not exceed 128 KiB on Linux
 PROMPT_TAIL_CHARS = 6_000

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import StateFileError, atomic_write, read_json
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.fsutil import StateFileError, atomic_write, read_json
 
 IMPLEMENTER, CORRECTOR, REVIEWER = "implementer", "corrector", "reviewer"
 

@@ -7,12 +7,12 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from plan_build import clock, proc
+from plan_build.core import clock, proc
+from plan_build.core.ui import Console
 from plan_build.dispatch import taskfile, telemetry
 from plan_build.dispatch.evidence import Header, human_seconds, next_step
 from plan_build.dispatch.results import REASONS, Attempt
 from plan_build.dispatch.taskmodel import REVIEW, Task
-from plan_build.ui import Console
 
 
 def say_start(

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from plan_build.core.errors import ExitCode
 from plan_build.dispatch import telemetry
 from plan_build.dispatch.taskmodel import IN_PROGRESS, PENDING, REVIEW
-from plan_build.errors import ExitCode
 
 SCOPE_MARKER = "SCOPE EXPANSION NEEDED:"  # the line Codex writes when the scope is too small
 

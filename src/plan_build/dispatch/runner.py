@@ -22,8 +22,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from plan_build import interrupts, proc, snapshot
-from plan_build.context import Session
+from plan_build.core import interrupts, proc, snapshot
+from plan_build.core.context import Session
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.gitrepo import Repo
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import (
     memscope,
@@ -41,8 +43,6 @@ from plan_build.dispatch.results import Attempt, DispatchResult, VerifyRun
 from plan_build.dispatch.scope import Scope
 from plan_build.dispatch.taskmodel import BLOCKED, IN_PROGRESS, PENDING, REVIEW, Task, TaskFile
 from plan_build.dispatch.verification import verify
-from plan_build.errors import PlanBuildError
-from plan_build.gitrepo import Repo
 
 NO_CHANGE_LIMIT = 2  # attempts in a row that change nothing while verification fails
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from plan_build.fsutil import BYTEWISE, NameRules
+from plan_build.core.fsutil import BYTEWISE, NameRules
 
 
 def problem(pattern: str) -> str | None:

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.dispatch import markdown as md
-from plan_build.errors import ExitCode, PlanBuildError
 
 FILENAME = "TASKS.md"
 

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plan_build import clock, snapshot
+from plan_build.core import clock, snapshot
+from plan_build.core.fsutil import StateFileError, read_json, write_json
+from plan_build.core.gitrepo import Repo
 from plan_build.dispatch.taskmodel import IN_PROGRESS, Task
-from plan_build.fsutil import StateFileError, read_json, write_json
-from plan_build.gitrepo import Repo
 
 MAX_SAVED_IGNORED = 5_000  # individually ignored files saved for a resume; more are not
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from plan_build.checkrun import CheckRun, run_check
+from plan_build.core.checkrun import CheckRun, run_check
+from plan_build.core.ui import Console
 from plan_build.dispatch.attempt import HEARTBEAT_EVERY
 from plan_build.dispatch.evidence import human_seconds
 from plan_build.dispatch.results import VerifyRun
 from plan_build.dispatch.taskmodel import Command, Task
-from plan_build.ui import Console
 
 
 def _combine(stdout: str, stderr: str) -> str:

@@ -18,11 +18,11 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.runrelease import ID_LENGTH as ID_LENGTH
-from plan_build.runrelease import ID_RE as ID_RE
-from plan_build.runrelease import MANIFEST as MANIFEST
-from plan_build.runrelease import is_release_id as is_release_id
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.runrelease import ID_LENGTH as ID_LENGTH
+from plan_build.core.runrelease import ID_RE as ID_RE
+from plan_build.core.runrelease import MANIFEST as MANIFEST
+from plan_build.core.runrelease import is_release_id as is_release_id
 
 PYZ = "plan-build.pyz"
 SKILL = "SKILL.md"

@@ -20,8 +20,8 @@ from plan_build.release.store import ReleaseInfo, Store, os_error
 from plan_build.release.validate import validate
 
 if TYPE_CHECKING:
+    from plan_build.core.ui import Console
     from plan_build.release.bundle import Built
-    from plan_build.ui import Console
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,9 @@ def activate_built(store: Store, built: Built) -> Activation:
 def running_source() -> tuple[str, Path]:
     """What this plan-build can activate of itself: ("release", its bundle directory) when it
     runs from one, else ("checkout", the checkout) or ("wheel", the installed package) to build."""
+    from plan_build.core.resources import CHECKOUT_ROOT, PACKAGE_DIR
+    from plan_build.core.runrelease import running_bundle
     from plan_build.release import TEMPLATES, bundle
-    from plan_build.resources import CHECKOUT_ROOT, PACKAGE_DIR
-    from plan_build.runrelease import running_bundle
 
     own = running_bundle(PACKAGE_DIR)
     if own is not None:
@@ -130,8 +130,8 @@ def build_installed(out: Path) -> Built:
     and templates under `_data/`), or the checkout an editable install runs from."""
     from importlib import metadata
 
+    from plan_build.core.resources import CHECKOUT_ROOT, PACKAGE_DIR
     from plan_build.release import TEMPLATES, bundle
-    from plan_build.resources import CHECKOUT_ROOT, PACKAGE_DIR
 
     data = PACKAGE_DIR / "_data"
     if not (data / TEMPLATES).is_dir():
@@ -193,7 +193,7 @@ def gc(store: Store, keep: int) -> Collected:
     """Remove old releases, keeping the current one, every bound one and the `keep` most
     recently active others."""
     if keep < 0:
-        from plan_build import errors
+        from plan_build.core import errors
 
         raise errors.usage(
             f"--keep must be 0 or more (got {keep})",
@@ -265,7 +265,7 @@ def check_digest(value: str | None) -> str | None:
         return None
     digest = manifest.parse_digest(value)
     if digest is None:
-        from plan_build import errors
+        from plan_build.core import errors
 
         raise errors.usage(
             f"--sha256 must be the 64-hex release digest (got {value!r})",

@@ -1,7 +1,7 @@
 """Binding: each run uses exactly one release, resolved once at start.
 
 The lease itself (and which release this run comes from) lives in the core leaf
-`plan_build.runrelease`, because `resources` and `context` need it before any feature loads;
+`plan_build.core.runrelease`, because `resources` and `context` need it before any feature loads;
 this module adds what only the release commands need: listing and reaping leases for `gc`.
 Launchers and zipapps start a release through the entry module's `run_release` (ADR 0160).
 """
@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from plan_build.fsutil import StateFileError, loads_json
+from plan_build.core.fsutil import StateFileError, loads_json
 
 
 def leases(root: Path, *, reap: bool = False) -> dict[str, list[int]]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
-from plan_build import proc
+from plan_build.core import proc
 from plan_build.release import (
     ARCHITECT,
     MANIFEST,
@@ -258,8 +258,8 @@ def build(checkout: Path, out: Path, *, python: str = sys.executable) -> Built:
 
 
 def build_tree(tree: Tree, out: Path, *, python: str = sys.executable) -> Built:
-    from plan_build.resources import PACKAGE_DIR
-    from plan_build.runrelease import running_bundle
+    from plan_build.core.resources import PACKAGE_DIR
+    from plan_build.core.runrelease import running_bundle
 
     if running_bundle(PACKAGE_DIR) is not None:
         raise unavailable(

@@ -9,7 +9,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from plan_build.fsutil import fsync_dir
+from plan_build.core.fsutil import fsync_dir
 
 __all__ = ["fsync_dir", "make_writable", "remove_tree", "seal", "write_synced"]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from plan_build import errors
+from plan_build.core import errors
 from plan_build.release import (
     MANIFEST,
     checkpoint,

@@ -9,9 +9,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build import errors
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import atomic_write, fsync_dir
+from plan_build.core import errors
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.fsutil import atomic_write, fsync_dir
 from plan_build.release import PYZ, SKILL_DIRS, check_root
 
 MARKER = "# managed-by: plan-build release.install"

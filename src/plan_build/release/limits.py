@@ -14,7 +14,7 @@ import weakref
 import zipfile
 from pathlib import Path
 
-from plan_build.errors import PlanBuildError
+from plan_build.core.errors import PlanBuildError
 from plan_build.release import invalid
 
 MIB = 1 << 20

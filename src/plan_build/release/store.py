@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build import clock, locks
-from plan_build.fsutil import StateFileError, loads_json
+from plan_build.core import clock, locks
+from plan_build.core.fsutil import StateFileError, loads_json
+from plan_build.core.ui import Console
 from plan_build.release import (
     MANIFEST,
     PYZ,
@@ -33,7 +34,6 @@ from plan_build.release import (
     unavailable,
 )
 from plan_build.release.fetch import DOWNLOAD_PREFIX, STAGE_PREFIX
-from plan_build.ui import Console
 
 TRASH_PREFIX = ".trash-"
 LEFTOVER_PREFIXES = (STAGE_PREFIX, DOWNLOAD_PREFIX, TRASH_PREFIX)
@@ -335,7 +335,7 @@ class Store:
             os.close(fd)
 
     def trim_history(self) -> None:
-        from plan_build.fsutil import atomic_write
+        from plan_build.core.fsutil import atomic_write
 
         entries = self.history()
         if len(entries) > HISTORY_KEEP:

@@ -15,7 +15,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_build import proc
+from plan_build.core import proc
 from plan_build.release import (
     ARCHITECT,
     MANIFEST,

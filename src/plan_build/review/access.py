@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from plan_build import interrupts
-from plan_build.context import Session
-from plan_build.errors import PlanBuildError, usage
+from plan_build.core import interrupts
+from plan_build.core.context import Session
+from plan_build.core.errors import PlanBuildError, usage
 from plan_build.review.layout import WorkflowDir
 from plan_build.review.lock import WorkflowLock
 from plan_build.review.resolution import Resolution, claim, resolve

@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_build import claudesessions as sessions
-from plan_build.gitrepo import Repo
+from plan_build.core import claudesessions as sessions
+from plan_build.core.gitrepo import Repo
 from plan_build.review.folders import load_all
 from plan_build.review.layout import WorkflowDir, find_root
 from plan_build.review.resolution import resolve

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plan_build import proc, tools
+from plan_build.core import proc, tools
 from plan_build.review.findings import SEVERITIES, TAG, sanitize
 from plan_build.review.reviewers import Outcome, RawFinding, classify, keep_log, run_timed, tail
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plan_build import jsonout
-from plan_build.context import Session
-from plan_build.errors import usage
-from plan_build.fsutil import atomic_write
+from plan_build.core import jsonout
+from plan_build.core.context import Session
+from plan_build.core.errors import usage
+from plan_build.core.fsutil import atomic_write
 from plan_build.review import ledger as ledger_mod
 from plan_build.review import messages, report, transitions
 from plan_build.review.access import context, locked, require, resolved
@@ -151,7 +151,7 @@ def _replace_plan(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, given: st
 def _refuse_secrets(ctx: ReviewContext, data: bytes, shown: str) -> None:
     """The plan goes into artifacts/plan.md and Codex's prompt: no credentials (the same rule
     as dispatch's prompts), refused before anything is written or sent."""
-    from plan_build import redact
+    from plan_build.core import redact
 
     redact.refuse_secrets(
         data.decode("utf-8", "replace"),

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plan_build import claudesessions as sessions
-from plan_build import gitrepo, pins, tools
-from plan_build.checks import Check, to_json
-from plan_build.context import Session
-from plan_build.errors import PlanBuildError
+from plan_build.core import claudesessions as sessions
+from plan_build.core import gitrepo, pins, tools
+from plan_build.core.checks import Check, to_json
+from plan_build.core.context import Session
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.ui import Console
 from plan_build.review.folders import Skipped, scan
 from plan_build.review.gate import record_of
 from plan_build.review.layout import WorkflowDir, find_root
@@ -25,7 +26,6 @@ from plan_build.review.resolution import Resolution, resolve
 from plan_build.review.runtime import fingerprint
 from plan_build.review.steps import inspect
 from plan_build.review.workflowfile import Workflow
-from plan_build.ui import Console
 
 ROOT_CAUSES = (
     ("tool.codex", ("fail",), "codex-missing"),

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import StateFileError, loads_json
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.fsutil import StateFileError, loads_json
+from plan_build.core.ui import printable
 from plan_build.review.layout import PHASES, WorkflowDir, check_id, guard, workflows_dir
 from plan_build.review.workflowfile import VERSION, Workflow, list_ids, parse, read_text
-from plan_build.ui import printable
 
 _OWNER = re.compile(r'"owner_session_id"\s*:\s*"([A-Za-z0-9._-]{1,128})"')
 

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_build import clock
-from plan_build.errors import usage
-from plan_build.fsutil import confine
+from plan_build.core import clock
+from plan_build.core.errors import usage
+from plan_build.core.fsutil import confine
 
 WORKFLOWS = Path(".claude") / "codex-review" / "workflows"
 PHASES = ("plan", "implement")

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import atomic_write
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.fsutil import atomic_write
 from plan_build.review.findings import SEVERITIES, sanitize
 from plan_build.review.layout import stamp
 

@@ -3,7 +3,7 @@
 Compatible with codex-review in both directions: its locks stop plan-build and plan-build's
 stop it. A lock is stale when its pid is missing, garbage or dead - or, unlike codex-review,
 when the live process with that pid started after the lock was taken (the pid was reused):
-the core rule, `plan_build.locks.owner_alive`, with the lock dir's mtime as "taken" because
+the core rule, `plan_build.core.locks.owner_alive`, with the lock dir's mtime as "taken" because
 the shared format records no start time. A lock younger than a few seconds without a pid is
 still being written and counts as held.
 """
@@ -15,8 +15,8 @@ import shutil
 import time
 from pathlib import Path
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.locks import owner_alive
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.locks import owner_alive
 from plan_build.review.layout import WorkflowDir, guard
 
 FRESH = 5.0  # seconds a lock without a pid file is presumed to be mid-creation

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from plan_build.errors import usage
-from plan_build.interact import next_command
+from plan_build.core.errors import usage
+from plan_build.core.interact import next_command
 from plan_build.review import transitions
 from plan_build.review.gate import Problem, phase_round, sync_ledger
 from plan_build.review.layout import WorkflowDir

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_build.claudesessions import ClaudeSession, claude_dir
-from plan_build.errors import ExitCode, PlanBuildError, usage
+from plan_build.core.claudesessions import ClaudeSession, claude_dir
+from plan_build.core.errors import ExitCode, PlanBuildError, usage
 from plan_build.review.workflowfile import project_key
 
 MAX_LINE = 16 * 1024 * 1024

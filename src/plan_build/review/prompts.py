@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plan_build.render import render
+from plan_build.core.render import render
 
 TEMPLATES = {"plan": "codex/review-plan.md.j2", "implement": "codex/review-impl.md.j2"}
 IDENTITY_FILE = ".agentmemory-project"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from plan_build.core.ui import Console, printable
 from plan_build.review.findings import SEVERITIES
 from plan_build.review.gate import Problem, phase_round, record_of, stale
 from plan_build.review.gate import blocking as blocking_list
@@ -19,7 +20,6 @@ from plan_build.review.ledger import Counts, Ledger, Row, counts
 from plan_build.review.roundfiles import RoundRecord
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView
-from plan_build.ui import Console, printable
 
 
 @dataclass

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_build.claudesessions import ClaudeSession, live_session_ids
-from plan_build.errors import ExitCode, PlanBuildError, usage
-from plan_build.fsutil import atomic_write
+from plan_build.core.claudesessions import ClaudeSession, live_session_ids
+from plan_build.core.errors import ExitCode, PlanBuildError, usage
+from plan_build.core.fsutil import atomic_write
 from plan_build.review.folders import Skipped, blocked_error, blocking, scan
 from plan_build.review.layout import WorkflowDir, check_id, workflows_dir
 from plan_build.review.workflowfile import Workflow, exists, list_ids, load, project_key, save

@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build import proc
-from plan_build.fsutil import atomic_write
-from plan_build.ui import Console
+from plan_build.core import proc
+from plan_build.core.fsutil import atomic_write
+from plan_build.core.ui import Console
 
 LOG_MODE = 0o600
 

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode
-from plan_build.fsutil import StateFileError, atomic_write, read_json
+from plan_build.core.errors import ExitCode
+from plan_build.core.fsutil import StateFileError, atomic_write, read_json
 from plan_build.review.layout import WorkflowDir
 
 FORMAT = 1

@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build import pins, proc
+from plan_build.core import pins, proc
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.fsutil import atomic_write
 from plan_build.dispatch import recipe
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import atomic_write
 from plan_build.review import coderabbit, codex, plans, prompts
 from plan_build.review.findings import (
     CODERABBIT_MARKER,

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build import claudesessions as sessions
-from plan_build import clock, gitrepo
-from plan_build import config as config_mod
-from plan_build.context import Session
-from plan_build.interact import Interaction
+from plan_build.core import claudesessions as sessions
+from plan_build.core import clock, gitrepo
+from plan_build.core import config as config_mod
+from plan_build.core.context import Session
+from plan_build.core.interact import Interaction
+from plan_build.core.ui import Console
 from plan_build.review.layout import WORKFLOWS, find_root
-from plan_build.ui import Console
 
 utc_now = clock.now  # the review clock a test may replace (ReviewContext.clock)
 
@@ -32,14 +32,16 @@ def review_state_path(repo_root: Path, root: Path) -> str:
 def fingerprint(repo: gitrepo.Repo, root: Path) -> str:
     """The tree id of the work tree without the review workflows' own files (which change
     with every round and are not part of the change under review)."""
-    from plan_build import snapshot  # implementation rounds only: a plan round's status skips it
+    from plan_build.core import (
+        snapshot,  # implementation rounds only: a plan round's status skips it
+    )
 
     return snapshot.worktree_tree(repo, exclude=[review_state_path(repo.root, root)])
 
 
 def changed_since_head(repo: gitrepo.Repo, tree: str) -> list[str]:
     """Paths in which `tree` differs from the last commit (every path when there is none)."""
-    from plan_build import snapshot
+    from plan_build.core import snapshot
 
     head = repo.git("rev-parse", "--verify", "--quiet", "HEAD^{tree}", check=False).stdout.strip()
     return snapshot.changed_paths(repo, head or snapshot.EMPTY_TREE, tree)

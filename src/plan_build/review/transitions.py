@@ -13,8 +13,8 @@ confirmed, are written to the round's approval record. Without a terminal the ga
 
 from __future__ import annotations
 
-from plan_build.errors import ExitCode, PlanBuildError, usage
-from plan_build.interact import require_person
+from plan_build.core.errors import ExitCode, PlanBuildError, usage
+from plan_build.core.interact import require_person
 from plan_build.review.gate import (
     REPEAT,
     Problem,

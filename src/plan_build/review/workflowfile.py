@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import MAX_JSON_BYTES, StateFileError, atomic_write, loads_json
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.fsutil import MAX_JSON_BYTES, StateFileError, atomic_write, loads_json
 from plan_build.review.layout import PHASES, WorkflowDir, guard, stamp, workflows_dir
 
 VERSION = 2

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from plan_build import clock
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import confine, fsync_dir
+from plan_build.core import clock
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.fsutil import confine, fsync_dir
 
 RECORDS = ("SPEC.md", "TASKS.md", "ADR.md", "CHANGELOG.md")
 StartMode = Literal["resume", "archive-and-start-new"]

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
-from plan_build import agentmemory
-from plan_build.context import Session
+from plan_build.core import agentmemory
+from plan_build.core.context import Session
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo
 from plan_build.startup import architectrecords, identity, launch, preflight
 from plan_build.startup.payload import read_payload
 
@@ -138,7 +138,7 @@ def degraded_reason(report: preflight.Report, env: Mapping[str, str]) -> str | N
     redacted: the baseline keeps it, and `status` and the report show it."""
     if report.memory_mode != "degraded":
         return None
-    from plan_build import redact
+    from plan_build.core import redact
 
     failing = [f"{c.id}: {c.detail}" for c in report.checks if c.failed and c.degradable]
     text = "; ".join(redact.clean_many(failing, env)) or (

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import atomic_write
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.fsutil import atomic_write
 
 
 def path(env: Mapping[str, str], home: Path) -> Path:

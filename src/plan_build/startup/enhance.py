@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_build import proc
-from plan_build.context import Session
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.interact import Choice, clean, interruptible, require_person
+from plan_build.core import proc
+from plan_build.core.context import Session
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.interact import Choice, clean, interruptible, require_person
 from plan_build.startup.enhanceapproval import (
     Enhanced,
     approval_terminal,
@@ -59,7 +59,7 @@ def timeout_from_config(repo_root: Path | None) -> float:
     """`enhance.timeout` from `.plan-build.yaml` (seconds), or DEFAULT_TIMEOUT."""
     if repo_root is None:
         return DEFAULT_TIMEOUT
-    from plan_build import config
+    from plan_build.core import config
 
     cfg = config.load(repo_root)
     value = float(cfg.get("enhance.timeout", DEFAULT_TIMEOUT))
@@ -110,7 +110,7 @@ def auggie_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def instruction(session: Session, payload: str, *, indexing: bool) -> str:
-    from plan_build.render import render
+    from plan_build.core.render import render
 
     return render(
         session.resources.templates,
@@ -124,7 +124,7 @@ def run_auggie(
 ) -> str:
     """One Auggie run; the enhanced text, or EnhanceFailure saying what went wrong."""
     text = instruction(session, payload, indexing=indexing)
-    from plan_build import fsutil  # temp names carry their owner: a killed run's are swept
+    from plan_build.core import fsutil  # temp names carry their owner: a killed run's are swept
 
     fsutil.sweep(Path(tempfile.gettempdir()), "plan-build-enhance")
     tmp = Path(tempfile.mkdtemp(prefix=f"plan-build-enhance{fsutil.owner_tag()}"))
@@ -176,7 +176,7 @@ class _ChangeGuard:
     def start(cls, repo_root: Path | None, env: Mapping[str, str]) -> _ChangeGuard | None:
         if repo_root is None:
             return None
-        from plan_build import gitrepo, snapshot
+        from plan_build.core import gitrepo, snapshot
 
         try:
             repo = gitrepo.discover(repo_root, env)
@@ -185,7 +185,7 @@ class _ChangeGuard:
             return None
 
     def check(self) -> None:
-        from plan_build import snapshot
+        from plan_build.core import snapshot
 
         after = snapshot.worktree_tree(self.repo)
         if after == self.before:

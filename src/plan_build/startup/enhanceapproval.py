@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from plan_build.context import Session
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.interact import Choice, controlling_terminal, isatty
-from plan_build.ui import Console
+from plan_build.core.context import Session
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.interact import Choice, controlling_terminal, isatty
+from plan_build.core.ui import Console
 
 Source = Literal["enhanced", "edited", "original"]
 

@@ -12,12 +12,12 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from plan_build import proc, tools
-from plan_build.checks import Check, Probe, run_concurrently
-from plan_build.context import Session
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.interact import clean
-from plan_build.ui import Console
+from plan_build.core import proc, tools
+from plan_build.core.checks import Check, Probe, run_concurrently
+from plan_build.core.context import Session
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.interact import clean
+from plan_build.core.ui import Console
 
 CHECK_TIMEOUT = 15.0
 CHECK_IDS = ("tool.auggie", "auggie.login")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from plan_build import __version__, config, jsonout, tools
-from plan_build.context import Session
-from plan_build.errors import PlanBuildError
-from plan_build.gitrepo import Repo
+from plan_build import __version__
+from plan_build.core import config, jsonout, tools
+from plan_build.core.context import Session
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.gitrepo import Repo
 from plan_build.startup import identity
 from plan_build.startup.preflight import VERSION_TIMEOUT
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plan_build import proc
-from plan_build.checks import Check
-from plan_build.context import Session
+from plan_build.core import proc
+from plan_build.core.checks import Check
+from plan_build.core.context import Session
 
 PLUGIN_CAUSES = ("missing", "disabled")
 
@@ -35,7 +35,7 @@ def _can(session: Session, check: Check) -> bool:
                 return check.cause in PLUGIN_CAUSES and config_ok
             return proc.which("npm", env) is not None and config_ok
     if check.id == "memory.server":
-        from plan_build import agentmemory
+        from plan_build.core import agentmemory
 
         return (
             check.cause == "unreachable"
@@ -46,7 +46,7 @@ def _can(session: Session, check: Check) -> bool:
 
 
 def _codex_config_ok(session: Session) -> bool:
-    from plan_build.errors import PlanBuildError
+    from plan_build.core.errors import PlanBuildError
     from plan_build.startup import codexconfig
 
     try:

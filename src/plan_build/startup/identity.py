@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from plan_build import fsutil
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo
+from plan_build.core import fsutil
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.gitrepo import Repo
 
 if TYPE_CHECKING:
-    from plan_build.context import Session
+    from plan_build.core.context import Session
 
 FILENAME = ".agentmemory-project"
 GRAMMAR = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{1,127}")
@@ -203,7 +203,7 @@ def show(session: Session, repo: Repo) -> None:
 def offer(session: Session, repo: Repo, proposal: str | None = None) -> NoReturn:
     """No identity yet (`plan`, `architect`, `identity`): propose one and write it after the
     user approves, then stop for the commit (exit 5); no terminal or a no stops with exit 4."""
-    from plan_build.interact import require_person
+    from plan_build.core.interact import require_person
 
     proposal = proposal or propose(repo)
     session.console.say(f'This repository has no {FILENAME}; proposed id: "{proposal}"')

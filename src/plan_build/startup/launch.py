@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from plan_build import proc
-from plan_build.context import Session
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.render import render
+from plan_build.core import proc
+from plan_build.core.context import Session
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.render import render
 
 YOLO_FLAG = "--dangerously-skip-permissions"
 # Linux refuses any single exec argument over 128 KiB (MAX_ARG_STRLEN); the prompt is one.

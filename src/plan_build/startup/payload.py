@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import BinaryIO, TextIO
 
-from plan_build.errors import PlanBuildError, usage
-from plan_build.ui import Console
+from plan_build.core.errors import PlanBuildError, usage
+from plan_build.core.ui import Console
 
 HINT = "Describe the work. End with a line containing only EOF."
 TERMINATOR = "EOF"

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plan_build import proc
-from plan_build.checks import Check
+from plan_build.core import proc
+from plan_build.core.checks import Check
 from plan_build.startup.sources import MARKETPLACES, install_hint
 
 LIST_TIMEOUT = 20.0

@@ -11,13 +11,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from plan_build import __version__, proc, proctree, tools
-from plan_build import agentmemory as memory
-from plan_build.checks import Check, Probe, run_concurrently, timed, to_json
-from plan_build.context import Session
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo
-from plan_build.interact import Choice, isatty
+from plan_build import __version__
+from plan_build.core import agentmemory as memory
+from plan_build.core import proc, proctree, tools
+from plan_build.core.checks import Check, Probe, run_concurrently, timed, to_json
+from plan_build.core.context import Session
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.gitrepo import Repo
+from plan_build.core.interact import Choice, isatty
 from plan_build.startup import enhancechecks, plugins, sources, wslchecks
 
 Mode = Literal["standard", "architect"]

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from plan_build import jsonout
-from plan_build.context import Session
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.interact import Choice
+from plan_build.core import jsonout
+from plan_build.core.context import Session
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.interact import Choice
 from plan_build.startup import preflight
 from plan_build.startup.setupplan import plan
 from plan_build.startup.setupstep import Options, Step
@@ -147,7 +147,7 @@ def run(session: Session, opts: Options) -> None:
         emit(report)
         return
     if runnable:
-        from plan_build.interact import agent_presence, agent_refusal
+        from plan_build.core.interact import agent_presence, agent_refusal
 
         found = agent_presence(session.env)
         if found.reason is not None:  # an agent may show the plan, never approve changing it

@@ -6,8 +6,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from plan_build import agentmemory as memory
-from plan_build import proc
+from plan_build.core import agentmemory as memory
+from plan_build.core import proc
 from plan_build.startup import sources
 from plan_build.startup.setupstep import Planner, Result, Step, tail
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from functools import partial
 
-from plan_build import proc
-from plan_build.checks import Check
-from plan_build.context import Session
-from plan_build.errors import PlanBuildError
+from plan_build.core import proc
+from plan_build.core.checks import Check
+from plan_build.core.context import Session
+from plan_build.core.errors import PlanBuildError
 from plan_build.startup import preflight, sources
 from plan_build.startup.setupmemory import memory_steps
 from plan_build.startup.setupplugins import claude_steps, codex_steps
@@ -30,7 +30,7 @@ from plan_build.startup.setupstep import (
 def plan(session: Session, report: preflight.Report, opts: Options) -> list[Step]:
     config = None
     if report.repo is not None:
-        from plan_build.config import load
+        from plan_build.core.config import load
 
         config = load(report.repo.root)
     p = Planner(session, report, opts, config)

@@ -12,8 +12,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from plan_build import proc
-from plan_build.errors import PlanBuildError
+from plan_build.core import proc
+from plan_build.core.errors import PlanBuildError
 from plan_build.startup import codexconfig, plugins, sources
 from plan_build.startup.setupstep import Planner, Result, Step
 

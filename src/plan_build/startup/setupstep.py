@@ -14,10 +14,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from plan_build import proc
-from plan_build.checks import Check
-from plan_build.context import Session
-from plan_build.errors import PlanBuildError
+from plan_build.core import proc
+from plan_build.core.checks import Check
+from plan_build.core.context import Session
+from plan_build.core.errors import PlanBuildError
 from plan_build.startup import preflight
 
 NPM_TIMEOUT = 900.0

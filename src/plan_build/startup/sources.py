@@ -4,7 +4,7 @@
   `claude plugin marketplace add` and `codex plugin marketplace add` accept). A mirror, a Git
   URL or a local directory can replace each one for offline use: `setup.marketplaces.<name>`
   in `.plan-build.yaml`, or `PLAN_BUILD_MARKETPLACE_<NAME>` in the environment (which wins).
-- The agent CLIs' pinned npm packages and CodeRabbit's installer live in plan_build.pins
+- The agent CLIs' pinned npm packages and CodeRabbit's installer live in plan_build.core.pins
   (core), because review's hints print them too.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from plan_build.pins import (  # one home for the pinned packages (core: review uses them too)
+from plan_build.core.pins import (  # one home for the pinned packages (core: review uses them too)
     AGENTMEMORY_PACKAGE,
     CODERABBIT_HINT,
     CODERABBIT_INSTALL,

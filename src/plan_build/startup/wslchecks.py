@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from plan_build import pins, proc
-from plan_build.checks import Check
+from plan_build.core import pins, proc
+from plan_build.core.checks import Check
 
 OSRELEASE = Path("/proc/sys/kernel/osrelease")
 MOUNT_ROOT = "/mnt"  # WSL's default automount root

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from plan_build import locks
+from plan_build.core import locks
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.gitrepo import Repo
 from plan_build.delivery.verifyrecord import ACCEPTABLE_AT_COMMIT
-from plan_build.errors import PlanBuildError
-from plan_build.gitrepo import Repo
 
 STATE_KEYS = ("pending", "in_progress", "blocked", "review", "complete", "unknown")
 

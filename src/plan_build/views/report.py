@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from plan_build.views import story as st
 
 if TYPE_CHECKING:
-    from plan_build.gitrepo import Repo
+    from plan_build.core.gitrepo import Repo
 
 FORMATS = ("html", "md")
 MAX_DIFF = 200_000  # characters of the diff shown; the rest is counted, not shown
@@ -34,7 +34,7 @@ WIDTH, LEFT, RIGHT, LANE_H, TOP = 960, 130, 20, 28, 24
 
 def redacted(story: st.Story, env: Mapping[str, str], paths: Sequence[tuple[str, str]]) -> st.Story:
     """The story with every string redacted and machine paths replaced, in one scan."""
-    from plan_build import redact
+    from plan_build.core import redact
 
     texts = st.strings(story)
     clean = iter(redact.clean_many(texts, env, paths))
@@ -66,7 +66,7 @@ def _seconds(value: float | None) -> str:
 
 def timeline(events: Sequence[st.Event]) -> dict[str, Any]:
     """The SVG timeline's geometry: one mark per event, x by time, a lane per kind."""
-    from plan_build import clock
+    from plan_build.core import clock
 
     moments = [clock.parse(e.at) for e in events]
     known = [m for m in moments if m is not None]
@@ -163,7 +163,7 @@ def make(
     out: Path | None,
 ) -> Path:
     """Gather, redact, render and write the report; the path written."""
-    from plan_build import fsutil
+    from plan_build.core import fsutil
     from plan_build.views import storyread
 
     story = storyread.gather(repo, env, cwd, session_id)

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from plan_build import claudesessions as sessions
-from plan_build.errors import PlanBuildError
-from plan_build.gitrepo import Repo
+from plan_build.core import claudesessions as sessions
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.gitrepo import Repo
 from plan_build.review import approval as approval_mod
 from plan_build.review.findings import SEVERITIES
 from plan_build.review.gate import Problem, blocking, phase_round, record_of

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline as baseline_mod
-from plan_build.gitrepo import Repo
 from plan_build.views import progress
 from plan_build.views.session import SessionFacts
 from plan_build.views.session import gather as gather_session
 
 if TYPE_CHECKING:
-    from plan_build.context import Session
+    from plan_build.core.context import Session
     from plan_build.views import reviews
 
 FORMAT = 1
@@ -332,7 +332,7 @@ PERSON_ONLY = (COMMIT, "plan-build review.approve --workflow")
 def next_line(f: StatusFacts, env: Mapping[str, str]) -> str:
     """`next: …`; a command only a person may run is put to an agent as a request to ask."""
     if f.next.startswith(PERSON_ONLY):
-        from plan_build.interact import next_command
+        from plan_build.core.interact import next_command
 
         return next_command(env, f.next)
     return f"next: {f.next}"
@@ -379,7 +379,7 @@ def as_json(f: StatusFacts) -> dict[str, Any]:
 
 def show(session: Session, *, json: bool) -> None:
     """`plan-build status [--json]`: the screen on stderr, the facts as JSON on stdout."""
-    from plan_build import jsonout
+    from plan_build.core import jsonout
 
     facts = gather(session.repo, session.env, session.cwd)
     for line in lines(facts, next_line(facts, session.env)):

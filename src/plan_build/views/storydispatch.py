@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import PlanBuildError
-from plan_build.gitrepo import Repo
+from plan_build.core.errors import PlanBuildError
+from plan_build.core.gitrepo import Repo
 from plan_build.views import story as st
 
 
@@ -27,7 +27,7 @@ def _began(end: str, seconds: float | None) -> str:
     """When something that ended at `end` and took `seconds` began (records stamp the end)."""
     import datetime as dt
 
-    from plan_build import clock
+    from plan_build.core import clock
 
     moment = clock.parse(end)
     if moment is None or not seconds:

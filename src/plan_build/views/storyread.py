@@ -15,8 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.gitrepo import Repo
 from plan_build.views import story as st
 from plan_build.views import storydispatch
 
@@ -153,7 +153,7 @@ def reviews(
 
 
 def _span(start: str | None, end: str | None) -> float | None:
-    from plan_build import clock
+    from plan_build.core import clock
 
     a, b = clock.parse(start or ""), clock.parse(end or "")
     return (b - a).total_seconds() if a and b else None

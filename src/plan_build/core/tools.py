@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from plan_build import fsutil, proc
-from plan_build.checks import Check
-from plan_build.errors import PlanBuildError
+from plan_build.core import fsutil, proc
+from plan_build.core.checks import Check
+from plan_build.core.errors import PlanBuildError
 
 FILENAME = "tool-versions.json"
 MAX_BYTES = 64 * 1024

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from plan_build.cli import command
-from plan_build.context import Session
-from plan_build.errors import usage
+from plan_build.cli.strict import command
+from plan_build.core.context import Session
+from plan_build.core.errors import usage
 
 
 @command(

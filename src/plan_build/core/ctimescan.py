@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from plan_build import proc
-from plan_build.errors import PlanBuildError
+from plan_build.core import proc
+from plan_build.core.errors import PlanBuildError
 
 # How `changed_since` lists the paths whose ctime moved: "find" asks GNU find once (fast on a
 # 50,000-file node_modules), "walk" is the portable walk in Python (BSD find on macOS has neither

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from plan_build import ctimescan, fsutil
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.gitrepo import Repo, git_env
-from plan_build.proc import CommandFailed
+from plan_build.core import ctimescan, fsutil
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.gitrepo import Repo, git_env
+from plan_build.core.proc import CommandFailed
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # plan-build's own state inside the work tree: review rounds write here, so it is never part of

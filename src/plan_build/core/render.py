@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core.errors import ExitCode, PlanBuildError
 
 
 def fence(text: str, info: str = "text") -> str:

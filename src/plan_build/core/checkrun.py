@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from plan_build import proc
-from plan_build.errors import PlanBuildError
+from plan_build.core import proc
+from plan_build.core.errors import PlanBuildError
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core.errors import ExitCode, PlanBuildError
 
 MAX_JSON_BYTES = 32 * 1024 * 1024
 MAX_JSON_DEPTH = 64
@@ -66,7 +66,7 @@ _TAG: list[str] = []
 
 def _started(pid: int) -> int | None:
     """When process `pid` started (whole seconds since the epoch); None if unknown."""
-    from plan_build.proctree import create_time
+    from plan_build.core.proctree import create_time
 
     try:
         began = create_time(pid)
@@ -85,7 +85,7 @@ def owner_tag() -> str:
 def owner_gone(pid: int, started: int) -> bool:
     """The owner of a tagged temp name is gone: the one pid-reuse rule (locks.owner_alive),
     with the tag's whole-second start time (0: unknown, the pid alone decides)."""
-    from plan_build.locks import owner_alive
+    from plan_build.core.locks import owner_alive
 
     return pid != os.getpid() and not owner_alive(pid, float(started) if started else None)
 
@@ -174,7 +174,7 @@ def confine(
     spellings are one path (macOS: `.GIT` is `.git`); a link into `forbid` is refused in any
     spelling that could alias it.
     """
-    from plan_build.errors import ExitCode, PlanBuildError
+    from plan_build.core.errors import ExitCode, PlanBuildError
 
     top = root.resolve()
     banned = forbid.resolve() if forbid is not None else None

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from plan_build import jsonout
-from plan_build.cli import command
-from plan_build.context import Session
-from plan_build.errors import usage
+from plan_build.cli.strict import command
+from plan_build.core import jsonout
+from plan_build.core.context import Session
+from plan_build.core.errors import usage
 
 
 @command(
@@ -46,7 +46,7 @@ def architect(c: Any, new: bool = False, yolo: bool = False, dry_run: bool = Fal
 )
 def preflight(c: Any, mode: str = "standard", json: bool = False) -> None:
     """The readiness report alone (exit 3 when a launch would be blocked)."""
-    from plan_build.errors import ExitCode, PlanBuildError
+    from plan_build.core.errors import ExitCode, PlanBuildError
     from plan_build.startup import preflight as pf
 
     if mode not in ("standard", "architect"):

@@ -18,7 +18,7 @@ from invoke.parser.context import to_flag
 from invoke.tasks import Task
 from invoke.util import helpline
 
-from plan_build.cli import metavar
+from plan_build.cli.strict import metavar
 
 WIDTH = 80
 MANUAL = "docs/USER_MANUAL.md in the plan-build source"

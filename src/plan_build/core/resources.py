@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # plan_build/, above core/
 CHECKOUT_ROOT = PACKAGE_DIR.parent.parent
 
 
@@ -33,7 +33,7 @@ def locate(env: Mapping[str, str] | None = None) -> Resources:
     pinned = env.get("PLAN_BUILD_RELEASE")
     if pinned:
         return _release(Path(os.path.realpath(pinned)))
-    from plan_build.runrelease import running_bundle
+    from plan_build.core.runrelease import running_bundle
 
     bundle = running_bundle(PACKAGE_DIR)
     if bundle is not None:
@@ -45,6 +45,6 @@ def locate(env: Mapping[str, str] | None = None) -> Resources:
 
 
 def _release(path: Path) -> Resources:
-    from plan_build.runrelease import release_id_of
+    from plan_build.core.runrelease import release_id_of
 
     return Resources("release", path, path / "templates", release_id_of(path), path)

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from plan_build.interact import Interaction, TerminalInteraction
-from plan_build.resources import Resources, locate
-from plan_build.ui import Console
+from plan_build.core.interact import Interaction, TerminalInteraction
+from plan_build.core.resources import Resources, locate
+from plan_build.core.ui import Console
 
 if TYPE_CHECKING:
-    from plan_build.config import Config
-    from plan_build.gitrepo import Repo
+    from plan_build.core.config import Config
+    from plan_build.core.gitrepo import Repo
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Session:
         """The work tree containing `cwd`, discovered once (a PlanBuildError when there is
         none: not cached, so a repository created by this run is found afterwards)."""
         if self.cwd not in self._repos:
-            from plan_build.gitrepo import discover
+            from plan_build.core.gitrepo import discover
 
             self._repos[self.cwd] = discover(self.cwd, self.env)
         return self._repos[self.cwd]
@@ -52,7 +52,7 @@ class Session:
         """The repository's `.plan-build.yaml`, loaded and validated once."""
         root = self.repo.root
         if root not in self._configs:
-            from plan_build import config
+            from plan_build.core import config
 
             self._configs[root] = config.load(root)
         return self._configs[root]
@@ -63,7 +63,7 @@ class Session:
         resources = locate(env)
         if resources.release_path is not None:
             # Bound once: children (and Claude Code, exec'd later) keep this exact release.
-            from plan_build.runrelease import ENV, hold
+            from plan_build.core.runrelease import ENV, hold
 
             env[ENV] = os.environ[ENV] = str(resources.release_path)
             hold(resources.release_path)

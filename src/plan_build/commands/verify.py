@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from plan_build import jsonout
-from plan_build.cli import command
-from plan_build.context import Session
-from plan_build.errors import ExitCode, PlanBuildError, usage
-from plan_build.ui import Console
+from plan_build.cli.strict import command
+from plan_build.core import jsonout
+from plan_build.core.context import Session
+from plan_build.core.errors import ExitCode, PlanBuildError, usage
+from plan_build.core.ui import Console
 
 if TYPE_CHECKING:  # the steps load only when a task runs: startup stays light
-    from plan_build.checks import Check
+    from plan_build.core.checks import Check
+    from plan_build.core.gitrepo import Repo
     from plan_build.delivery.baseline import Baseline
-    from plan_build.gitrepo import Repo
 
 MODES = ("standard", "architect")
 
@@ -120,7 +120,7 @@ def verify_task(c: Any, json: bool = False, mode: str | None = None) -> None:
             else "fix what is listed above, then run plan-build verify again",
             code=ExitCode.BLOCKED,
         )
-    from plan_build.interact import next_command
+    from plan_build.core.interact import next_command
 
     con.say(f"verified · {next_command(session.env, 'plan-build commit')}")
 

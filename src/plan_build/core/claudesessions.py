@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.proctree import ancestors, create_time, pid_alive, process_start
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.proctree import ancestors, create_time, pid_alive, process_start
 
 ID_HINT = "CLAUDE_CODE_SESSION_ID"
 PID_HINT = "PLAN_BUILD_CLAUDE_PID"

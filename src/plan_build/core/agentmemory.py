@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from plan_build.checks import Check
+from plan_build.core.checks import Check
 
 DEFAULT_PORT = 3111
 TIMEOUT = 3.0

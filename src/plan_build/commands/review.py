@@ -11,8 +11,8 @@ from typing import Any
 
 from invoke.collection import Collection
 
-from plan_build.cli import command
-from plan_build.context import Session
+from plan_build.cli.strict import command
+from plan_build.core.context import Session
 
 WORKFLOW = "act on this workflow id instead of the current Claude session's workflow"
 FOCUS = "extra focus for this round's review (the first review.plan also records it as the task)"

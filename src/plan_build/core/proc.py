@@ -8,7 +8,7 @@ kills are tested with stub executables on PATH (docs/adr/0001).
 Over 400 lines on purpose: this is the only module that may import `subprocess` (ruff's
 banned-api rule), so starting, waiting, killing a tree, reaping a dead run's survivors and the
 attached and detached children all live here; splitting them would hand the `Popen` objects
-across modules. The supervisor program it starts is `plan_build.supervisor`.
+across modules. The supervisor program it starts is `plan_build.core.supervisor`.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:  # loaded only to stop a process tree: read-only commands start faster
     import psutil
 
-from plan_build import supervisor
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core import supervisor
+from plan_build.core.errors import ExitCode, PlanBuildError
 
-log = logging.getLogger("plan_build.proc")
+log = logging.getLogger("plan_build.core.proc")
 
 DEFAULT_TIMEOUT = 30.0
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL when a command is stopped
@@ -137,7 +137,7 @@ def run(
     when `check` is true. `heartbeat(elapsed)` is called every `heartbeat_every` seconds while
     the command runs, so long reviews can show they are alive. Setting `cancel` (from another
     thread) kills the command's tree and raises CommandCancelled. `supervised` runs the command
-    under a small supervisor (`plan_build.supervisor`) so no process of its tree outlives this
+    under a small supervisor (`plan_build.core.supervisor`) so no process of its tree outlives this
     one, even after a SIGKILL; `on_start(pid)` gets the pid (= process group id) of the started
     child.
     """
@@ -282,7 +282,7 @@ def _start_supervised(
     env: Mapping[str, str] | None,
     text: bool,
 ) -> tuple[subprocess.Popen[Any], int]:
-    """Start `args` under `plan_build.supervisor`; returns the child and its lifeline's write
+    """Start `args` under `plan_build.core.supervisor`; returns the child and its lifeline's write
     end."""
     program = which(args[0], env) if os.sep not in args[0] else args[0]
     if program is None:

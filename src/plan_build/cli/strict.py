@@ -48,7 +48,7 @@ class StrictArgument(Argument):
         try:
             super().set_value(value, cast=cast)
         except ValueError:  # int("many"): invoke would let it escape as an internal error
-            from plan_build import errors
+            from plan_build.core import errors
 
             flag = "--" + self.name.replace("_", "-") if self.name else "option"
             if self.kind is not int:

@@ -33,7 +33,7 @@ def install_hint(tool: str, *, latest: bool = False) -> str | None:
     """The install command shown for `tool`, the same text preflight's remedy and setup's
     plan print (None for a tool plan-build names no installer for)."""
     if tool in NPM_PACKAGES:
-        from plan_build import proc
+        from plan_build.core import proc
 
         return proc.quote(npm_install(tool, latest=latest))
     return CODERABBIT_HINT if tool == "coderabbit" else None

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
-from plan_build import interrupts
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.core import interrupts
+from plan_build.core.errors import ExitCode, PlanBuildError
 
 # Set by Claude Code and Codex in the commands they run.
 AGENT_MARKERS = ("CLAUDECODE", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED")
@@ -74,8 +74,8 @@ def agent_presence(
     marker = next((k for k in AGENT_MARKERS if env.get(k)), None)
     if marker is not None:
         return Presence(f"{marker} is set", "environment")
-    from plan_build import claudesessions as sessions
-    from plan_build import proctree
+    from plan_build.core import claudesessions as sessions
+    from plan_build.core import proctree
 
     chain = (parents or proctree.ancestors)()
     directory = sessions.sessions_dir(env)
@@ -209,7 +209,7 @@ class TerminalInteraction:
                 "set VISUAL or EDITOR (for example: export EDITOR=nano)",
                 code=ExitCode.APPROVAL,
             )
-        from plan_build import fsutil, proc  # local: only editing needs them
+        from plan_build.core import fsutil, proc  # local: only editing needs them
 
         # the temp name carries its owner, so a killed run's file is swept by the next edit
         fsutil.sweep(Path(tempfile.gettempdir()), "plan-build-edit")

@@ -12,9 +12,9 @@ from typing import Any
 
 from invoke.collection import Collection
 
-from plan_build import jsonout
-from plan_build.cli import command
-from plan_build.context import Session
+from plan_build.cli.strict import command
+from plan_build.core import jsonout
+from plan_build.core.context import Session
 
 JSON_HELP = "print the result as JSON on stdout"
 
@@ -104,8 +104,8 @@ def build(
     json: bool = False,
 ) -> None:
     """Build a release bundle (zipapp, skills, templates, MANIFEST.sha256) from a checkout."""
+    from plan_build.core.resources import CHECKOUT_ROOT
     from plan_build.release import actions, bundle
-    from plan_build.resources import CHECKOUT_ROOT
 
     session = Session.from_process()
     explicit = session.cwd / checkout if checkout else None

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from invoke.collection import Collection
 
-from plan_build.tasks import dispatch, enhance, release, review, session
-from plan_build.tasks import setup as setup_tasks
-from plan_build.tasks import verify as verify_tasks
+from plan_build.commands import dispatch, enhance, release, review, session
+from plan_build.commands import setup as setup_tasks
+from plan_build.commands import verify as verify_tasks
 
 namespace = Collection()
 for _task in session.TASKS:

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.proctree import create_time, pid_alive, zombie
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.proctree import create_time, pid_alive, zombie
 
 SLACK = 1.0  # seconds between a recorded start time and the process's own
 POLL = 0.2  # seconds between looks at a live record nobody flocks (trust_record)

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any
 from invoke.context import Context
 from invoke.exceptions import Exit
 
-from plan_build import jsonout
-from plan_build.cli import command
-from plan_build.context import Session
-from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.cli.strict import command
+from plan_build.core import jsonout
+from plan_build.core.context import Session
+from plan_build.core.errors import ExitCode, PlanBuildError
 
 if TYPE_CHECKING:  # the steps load only when their command runs (startup is benchmarked)
+    from plan_build.core.gitrepo import Repo
     from plan_build.dispatch import taskfile
-    from plan_build.gitrepo import Repo
 
 
 @command(

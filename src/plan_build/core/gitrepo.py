@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from plan_build import proc
-from plan_build.errors import ExitCode, PlanBuildError
-from plan_build.fsutil import NameRules
+from plan_build.core import proc
+from plan_build.core.errors import ExitCode, PlanBuildError
+from plan_build.core.fsutil import NameRules
 
 GIT_TIMEOUT = 30.0
 # Before every subcommand: optional locks off, and no "refresh the index while you are at it"
@@ -97,13 +97,13 @@ class Repo:
     def inside(self, path: Path) -> Path:
         """`path` in the work tree, refused when a symlink on the way leads out of it or into
         .git (fsutil.confine), in the file system's own way of comparing names."""
-        from plan_build.fsutil import confine
+        from plan_build.core.fsutil import confine
 
         return confine(path, self.root, forbid=self.common_dir, names=self.names)
 
     def in_state(self, path: Path) -> Path:
         """`path` under the git directory, refused when a symlink on the way leads out of it."""
-        from plan_build.fsutil import confine
+        from plan_build.core.fsutil import confine
 
         return confine(path, self.common_dir)
 
