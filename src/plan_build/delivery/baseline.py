@@ -146,23 +146,32 @@ def unmerged_paths(repo: Repo) -> list[str]:
     return sorted(set(paths))
 
 
+def busy_error(busy: str, doing: str, root: Path) -> PlanBuildError:
+    return PlanBuildError(
+        f"cannot {doing}: {busy} is in progress in {root}",
+        "finish it (git status shows how) or abort it, then run this again",
+        code=ExitCode.BLOCKED,
+    )
+
+
+def conflicts_error(unmerged: list[str], doing: str) -> PlanBuildError:
+    shown = ", ".join(unmerged[:5]) + (" …" if len(unmerged) > 5 else "")
+    return PlanBuildError(
+        f"cannot {doing}: {len(unmerged)} path(s) have unresolved conflicts ({shown})",
+        "resolve the conflicts and git add the files (or abort the operation), then retry",
+        code=ExitCode.BLOCKED,
+    )
+
+
 def require_settled(repo: Repo, doing: str) -> None:
-    """Refuse while git is in the middle of something: the trees would not mean what they say."""
+    """Refuse while git is in the middle of something: the trees would not mean what they say.
+    (`commit` asks the same through `readiness`, which words it with these errors.)"""
     busy = busy_state(repo)
     if busy:
-        raise PlanBuildError(
-            f"cannot {doing}: {busy} is in progress in {repo.root}",
-            "finish it (git status shows how) or abort it, then run this again",
-            code=ExitCode.BLOCKED,
-        )
+        raise busy_error(busy, doing, repo.root)
     unmerged = unmerged_paths(repo)
     if unmerged:
-        shown = ", ".join(unmerged[:5]) + (" …" if len(unmerged) > 5 else "")
-        raise PlanBuildError(
-            f"cannot {doing}: {len(unmerged)} path(s) have unresolved conflicts ({shown})",
-            "resolve the conflicts and git add the files (or abort the operation), then retry",
-            code=ExitCode.BLOCKED,
-        )
+        raise conflicts_error(unmerged, doing)
 
 
 def head_and_tree(repo: Repo) -> tuple[str | None, str]:
@@ -385,8 +394,10 @@ __all__ = [
     "REF_PREFIX",
     "Baseline",
     "all_baselines",
+    "busy_error",
     "busy_state",
     "capture",
+    "conflicts_error",
     "current",
     "load",
     "mark_committed",

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plan_build import locks
-from plan_build.delivery.verifyrecord import ACCEPTABLE_AT_COMMIT
 from plan_build.errors import PlanBuildError
 from plan_build.gitrepo import Repo
 
@@ -140,11 +139,6 @@ class VerifyFacts:
     tree: str | None = None
     stale: bool | None = None  # the change moved since (None: never ran, or nothing to compare)
     problem: str | None = None
-
-    @property
-    def accepted_at_commit(self) -> bool:
-        """Failed only in ways `commit` lets the user accept at its approval."""
-        return bool(self.failed) and set(self.failed) <= ACCEPTABLE_AT_COMMIT
 
     def as_json(self) -> dict[str, Any]:
         return {
