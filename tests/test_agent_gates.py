@@ -206,6 +206,6 @@ def test_identity_and_enhance_approvals_refuse_inside_an_agent(repo: Path) -> No
     assert "ask the user to run `plan-build identity --set" in str(err.value)
     assert not (repo / identity.FILENAME).exists()
     with pytest.raises(PlanBuildError) as err:
-        enhance.enhance_payload(session, repo, "do it", timeout=5)
+        enhance.enhance_payload(session, gitrepo.discover(repo), "do it", timeout=5)
     assert err.value.code == ExitCode.APPROVAL
     assert "ask the user to run `plan-build enhance`" in str(err.value)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import secrets
 import shutil
 import threading
@@ -26,15 +25,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from plan_build import clock, fsutil, snapshot
+from plan_build import clock, fsutil, sessionvars, snapshot
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo
 
-ENV_VAR = "PLAN_BUILD_SESSION"
+ENV_VAR = sessionvars.SESSION
 REF_PREFIX = "refs/plan-build/sessions/"
 ZERO_OID = "0" * 40
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*$")
-MAX_ID_LENGTH = 64
 FORMAT = 1
 STATUS_INDEX = "status-index"  # the session's kept index for `status` (statusindex)
 
@@ -100,12 +97,7 @@ def new_id() -> str:
 
 
 def validate_id(session_id: str) -> str:
-    if (
-        not session_id
-        or len(session_id) > MAX_ID_LENGTH
-        or not ID_PATTERN.match(session_id)
-        or session_id.endswith(".lock")
-    ):
+    if not sessionvars.is_session_id(session_id):
         raise PlanBuildError(
             f"{session_id!r} is not a valid session id",
             "use letters, digits, '-', '_' and single dots (at most 64 characters), "
@@ -139,13 +131,6 @@ def busy_state(repo: Repo) -> str | None:
     return None
 
 
-def unmerged_paths(repo: Repo) -> list[str]:
-    """Paths with conflict stages in the index (read from the index alone: no work-tree scan)."""
-    out = repo.git("ls-files", "--unmerged", "-z").stdout
-    paths = [rec.split("\t", 1)[1] for rec in out.split("\0") if "\t" in rec]
-    return sorted(set(paths))
-
-
 def busy_error(busy: str, doing: str, root: Path) -> PlanBuildError:
     return PlanBuildError(
         f"cannot {doing}: {busy} is in progress in {root}",
@@ -169,7 +154,7 @@ def require_settled(repo: Repo, doing: str) -> None:
     busy = busy_state(repo)
     if busy:
         raise busy_error(busy, doing, repo.root)
-    unmerged = unmerged_paths(repo)
+    unmerged = repo.unmerged_paths()
     if unmerged:
         raise conflicts_error(unmerged, doing)
 
@@ -321,7 +306,7 @@ def load(repo: Repo, session_id: str) -> Baseline:
     if target is None:
         raise PlanBuildError(
             f"there is no session {sid} in this repository",
-            "check PLAN_BUILD_SESSION, or unset it to use this worktree's latest session",
+            f"check {ENV_VAR}, or unset it to use this worktree's latest session",
             code=ExitCode.USAGE,
         )
     # The metadata file was lost (e.g. a cleaned state dir): the pin's message carries it.

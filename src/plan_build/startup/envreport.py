@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plan_build import __version__, config, jsonout, tools
+from plan_build import __version__, config, jsonout, sessionvars, tools
 from plan_build.context import Session
 from plan_build.errors import PlanBuildError
 from plan_build.gitrepo import Repo
@@ -32,7 +32,7 @@ def collect(session: Session) -> dict[str, Any]:
         "version": __version__,
         "repo": str(repo.root) if repo else None,
         "identity": _identity(repo),
-        "memory_mode": session.env.get("PLAN_BUILD_MEMORY_MODE") or None,
+        "memory_mode": session.env.get(sessionvars.MEMORY_MODE) or None,
         "release": {"id": res.release_id, "path": str(res.release_path)}
         if res.release_path
         else None,

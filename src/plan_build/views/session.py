@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plan_build import sessionvars
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.delivery import intended
 from plan_build.delivery.baseline import Baseline
@@ -167,8 +168,8 @@ def _memory(base: Baseline, env: Mapping[str, str]) -> MemoryFacts:
     if base.memory_mode:
         return MemoryFacts(base.memory_mode, base.memory_reason, "baseline")
     # run inside the session's Claude: the launch's environment says it (no reason recorded)
-    mode = env.get("PLAN_BUILD_MEMORY_MODE")
-    if mode in ("required", "degraded") and env.get(baseline_mod.ENV_VAR) == base.id:
+    mode = env.get(sessionvars.MEMORY_MODE)
+    if mode in sessionvars.MEMORY_MODES and env.get(sessionvars.SESSION) == base.id:
         return MemoryFacts(mode, None, "environment")
     return MemoryFacts(None, None, None)
 
