@@ -203,7 +203,7 @@ def test_command_help_names_the_positional_argument_and_each_option(here, tmp_pa
         assert f"\n  {flag} " in out
     assert "--task-id" not in out
     out = here("review.plan", "--help", cwd=tmp_path).stdout
-    assert "\n  --workflow ID " in out or "\n  --workflow WORKFLOW " in out
+    assert "\n  --workflow ID " in out
 
 
 @pytest.mark.parametrize(

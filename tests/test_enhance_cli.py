@@ -130,7 +130,7 @@ def test_the_approved_text_is_printed_on_stdout(user: dict[str, object], stubs: 
     assert code == 0, t.screen
     assert out == ENHANCED
     assert "Auggie's enhanced request:" in t.screen
-    assert "Cursor-based" in t.screen or "cursor-based" in t.screen
+    assert "Add cursor-based pagination to `GET /audit-log`." in t.screen
     assert "keep your original" not in t.screen  # only `plan --prompt` has a context section
     (call,) = [c for c in stubs.calls("auggie") if c["argv"][:1] == ["--print"]]
     assert call["stdin_tty"] is False
