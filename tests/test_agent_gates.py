@@ -22,7 +22,7 @@ from plan_build import config, gitrepo, interact
 from plan_build.delivery import baseline
 from plan_build.delivery import verify as verify_mod
 from plan_build.errors import ExitCode, PlanBuildError
-from tests.conftest import git
+from tests.support.gitcmd import git
 from tests.support.reviewkit import PLAN_REVIEW, codex_rule, only_workflow
 from tests.support.sessions import make_session
 

@@ -74,3 +74,29 @@ def test_no_module_reaches_plan_build_by_a_name_the_layer_contract_cannot_see() 
             ):
                 hidden.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {arg.value}")
     assert hidden == []
+
+
+def test_tests_take_their_helpers_from_support_and_conftest_holds_fixtures_only() -> None:
+    """A helper is imported from tests/support/; conftest.py is pytest's, not a library."""
+    tests = ROOT / "tests"
+    users = [
+        str(path.relative_to(ROOT))
+        for path in sorted([*tests.rglob("*.py"), *(ROOT / "bench").rglob("*.py")])
+        if re.search(
+            r"^\s*(from tests\.conftest import|import tests\.conftest)", path.read_text(), re.M
+        )
+    ]
+    assert users == []
+    tree = ast.parse((tests / "conftest.py").read_text())
+    defined = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        or (
+            isinstance(node, ast.FunctionDef)
+            and not node.name.startswith("pytest_")
+            and not any("fixture" in ast.unparse(d) for d in node.decorator_list)
+            and not node.name.startswith("_")
+        )
+    ]
+    assert defined == [], f"helpers defined in conftest.py (move them to tests/support/): {defined}"

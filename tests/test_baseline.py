@@ -12,7 +12,7 @@ import pytest
 from plan_build import gitrepo
 from plan_build.delivery import baseline
 from plan_build.errors import ExitCode, PlanBuildError
-from tests.conftest import git
+from tests.support.gitcmd import git
 
 
 def user_state(repo: Path) -> tuple[bytes, str, str]:

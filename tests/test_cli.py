@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from plan_build import __version__
-from tests.conftest import git
+from tests.support.gitcmd import git
 
 
 def test_version_prints_name_and_version(cli, tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_inv_in_a_checkout_runs_the_same_program(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.support.paths import ROOT
 
     inv = Path(sys.executable).parent / "inv"
     if not inv.exists():

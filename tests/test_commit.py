@@ -20,7 +20,7 @@ from plan_build.delivery import baseline, commit
 from plan_build.delivery import verify as verify_mod
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.ui import Console
-from tests.conftest import add_submodule, git
+from tests.support.gitcmd import add_submodule, git
 from tests.support.interaction import ScriptedInteraction
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))

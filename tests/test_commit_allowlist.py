@@ -17,7 +17,7 @@ from plan_build.delivery import baseline, commit
 from plan_build.delivery import verify as verify_mod
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.ui import Console
-from tests.conftest import git
+from tests.support.gitcmd import git
 from tests.support.interaction import ScriptedInteraction
 from tests.support.tokens import aws_key, github_token
 

@@ -23,9 +23,9 @@ from plan_build.resources import locate
 from plan_build.startup import enhance, enhancechecks
 from plan_build.startup.enhance import TAG, Enhanced, enhance_payload
 from plan_build.ui import Console
-from tests.conftest import Stubs
 from tests.support.interaction import ScriptedInteraction
 from tests.support.orphans import alive, survivors
+from tests.support.stubs import Stubs
 
 GOLDEN = Path(__file__).parent / "golden" / "enhance"
 PAYLOAD = "add pagination to the audit log  \nkeep the API compatible\n"

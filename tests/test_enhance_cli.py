@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Stubs
 from tests.support.orphans import alive
 from tests.support.pty_run import run_on_pty
+from tests.support.stubs import Stubs
 from tests.test_enhance import (  # noqa: F401 - the autouse orphan check applies here too
     ENHANCED,
     SESSION,

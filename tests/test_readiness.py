@@ -20,7 +20,8 @@ from plan_build.delivery import baseline, readiness
 from plan_build.delivery import commit as commit_mod
 from plan_build.errors import PlanBuildError
 from plan_build.views import status as view
-from tests.conftest import ROOT, git
+from tests.support.gitcmd import git
+from tests.support.paths import ROOT
 
 SRC = ROOT / "src" / "plan_build"
 

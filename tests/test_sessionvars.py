@@ -17,7 +17,7 @@ from plan_build import sessionvars
 from plan_build.delivery import baseline
 from plan_build.dispatch import telemetry
 from plan_build.errors import PlanBuildError
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 SRC = ROOT / "src" / "plan_build"
 NAMES = (sessionvars.SESSION, sessionvars.MEMORY_MODE, sessionvars.RELEASE)

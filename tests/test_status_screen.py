@@ -24,9 +24,10 @@ from plan_build.delivery import baseline
 from plan_build.delivery import commit as commit_mod
 from plan_build.ui import Console
 from plan_build.views import status as view
-from tests.conftest import ROOT, Stubs, git
 from tests.dispatch_support import codex_edits, commit_records, make_plan
+from tests.support.gitcmd import git
 from tests.support.interaction import ScriptedInteraction
+from tests.support.paths import ROOT
 from tests.support.reviewkit import (
     CLEAN,
     PLAN,
@@ -37,6 +38,7 @@ from tests.support.reviewkit import (
     rabbit_complete,
     start_plan_review,
 )
+from tests.support.stubs import Stubs
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}
 NO_MEMORY = "memory.server: no AgentMemory server answers at http://127.0.0.1:9 (refused)"
@@ -211,8 +213,9 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
     text, data = screen(shop)
     assert "  approval: stale · " in text
     # (listed after verify, in commit's order: the screen wraps it, the JSON says it whole)
-    assert "the implementation review's approval is stale (the change moved since)" in (
-        data["missing"]
+    assert (
+        "the implementation review's approval is stale (the change moved since)"
+        in (data["missing"])
     )
     assert "approval is stale (the change moved since)" in " ".join(text.split())
     assert data["review"]["approval"]["state"] == "stale"

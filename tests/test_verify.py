@@ -15,7 +15,7 @@ from plan_build import config, gitrepo
 from plan_build.delivery import baseline, secretscan
 from plan_build.delivery import verify as verify_mod
 from plan_build.errors import ExitCode, PlanBuildError
-from tests.conftest import add_submodule, git
+from tests.support.gitcmd import add_submodule, git
 
 PY = sys.executable
 
