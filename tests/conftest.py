@@ -1,14 +1,11 @@
-"""Shared fixtures: a private HOME, real git in temp repos, stub agent CLIs on PATH, a fake
-AgentMemory server, and a helper that runs the real `plan-build` entry point."""
+"""Shared fixtures only: a private HOME, real git in temp repos, stub agent CLIs on PATH, a fake
+AgentMemory server, the real `plan-build` entry point (`cli`). The helpers tests import
+(`git`, `Stubs`, `run_cli`, `ROOT`, ...) live in tests/support/."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +13,16 @@ import pytest
 
 from tests.contract import report as contract_report
 from tests.support import properties  # noqa: F401  (registers and loads the hypothesis profile)
+from tests.support.gitcmd import git
 from tests.support.hangs import pytest_timeout_set_timer  # noqa: F401  (a hung test's tree)
 from tests.support.memserver import MemoryServer
+from tests.support.paths import ROOT
+from tests.support.runcli import run_cli
+from tests.support.stubs import Stubs
+from tests.support.stubs import install as install_stubs
 
 REAL_HOME = Path(os.environ.get("HOME", "/root"))
 SUPPORT = Path(__file__).parent / "support"
-ROOT = Path(__file__).resolve().parent.parent
-STUB_TOOLS = ("claude", "codex", "coderabbit", "auggie")
 WATCHED = (".claude", ".codex", ".agentmemory", ".augment", ".local/share/plan-build")
 
 
@@ -102,23 +102,6 @@ def private_home(
     assert _watched_state() == before, "a test touched the real HOME"
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout
-
-
-def add_submodule(repo: Path, source: Path) -> None:
-    """Commit a one-file repository at `source` into `repo` as the submodule `lib`."""
-    source.mkdir()
-    git(source, "init", "-q")
-    (source / "lib.txt").write_text("v1\n")
-    git(source, "add", ".")
-    git(source, "commit", "-qm", "lib")
-    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(source), "lib")
-    git(repo, "commit", "-qm", "add lib")
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git repository with one commit (README.md) on main."""
@@ -131,45 +114,13 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-@dataclass
-class Stubs:
-    bin: Path
-    home: Path
-
-    def rule(self, tool: str, *rules: dict[str, Any]) -> None:
-        """Answer `tool`'s calls with these rules first (see tests/support/stubtool.py)."""
-        path = self.home / f"{tool}.json"
-        existing = json.loads(path.read_text()) if path.exists() else []
-        path.write_text(json.dumps([*rules, *existing]))
-
-    def calls(self, tool: str | None = None) -> list[dict[str, Any]]:
-        log = self.home / "calls.jsonl"
-        if not log.exists():
-            return []
-        rows = [json.loads(line) for line in log.read_text().splitlines()]
-        return [r for r in rows if tool is None or r["tool"] == tool]
-
-    def remove(self, tool: str) -> None:
-        (self.bin / tool).unlink()
-
-
 @pytest.fixture
 def stubs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Stubs:
     """Stub claude/codex/coderabbit/auggie first on PATH (plus the real git and python)."""
-    bin_dir = tmp_path / "stub-bin"
-    home = tmp_path / "stub-home"
-    bin_dir.mkdir()
-    home.mkdir()
-    for tool in STUB_TOOLS:
-        exe = bin_dir / tool
-        exe.write_text(
-            f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-            f"from tests.support.stubtool import main\nmain({tool!r})\n"
-        )
-        exe.chmod(0o755)
-    monkeypatch.setenv("STUB_HOME", str(home))
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return Stubs(bin_dir, home)
+    found = install_stubs(tmp_path / "stub-bin", tmp_path / "stub-home")
+    monkeypatch.setenv("STUB_HOME", str(found.home))
+    monkeypatch.setenv("PATH", f"{found.bin}{os.pathsep}{os.environ['PATH']}")
+    return found
 
 
 @pytest.fixture
@@ -178,40 +129,6 @@ def memory_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryServer]:
     with MemoryServer() as server:
         monkeypatch.setenv("AGENTMEMORY_URL", server.url)
         yield server
-
-
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-    argv: list[str] = field(default_factory=list)
-
-
-def run_cli(
-    *args: str,
-    cwd: Path,
-    input: str | None = None,
-    env: dict[str, str] | None = None,
-    timeout: float = 60,
-) -> Result:
-    """Run the installed entry point (`python -m plan_build`) as a user would."""
-    argv = [sys.executable, "-m", "plan_build", *args]
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    proc = subprocess.run(
-        argv,
-        cwd=cwd,
-        input=input,
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-        check=False,
-        stdin=None if input is not None else subprocess.DEVNULL,
-        start_new_session=True,  # no controlling terminal: /dev/tty is never the developer's
-    )
-    return Result(proc.returncode, proc.stdout, proc.stderr, argv)
 
 
 @pytest.fixture

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Stubs, git
 from tests.support import stubtool
+from tests.support.gitcmd import git
+from tests.support.stubs import Stubs
 
 THREAD = "01a22a0c-1f0b-7461-8cfe-43e314f760ae"
 

@@ -22,7 +22,7 @@ from plan_build.core import config, gitrepo, interact
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.delivery import baseline
 from plan_build.delivery import verify as verify_mod
-from tests.conftest import git
+from tests.support.gitcmd import git
 from tests.support.reviewkit import PLAN_REVIEW, codex_rule, only_workflow
 from tests.support.sessions import make_session
 
@@ -206,6 +206,6 @@ def test_identity_and_enhance_approvals_refuse_inside_an_agent(repo: Path) -> No
     assert "ask the user to run `plan-build identity --set" in str(err.value)
     assert not (repo / identity.FILENAME).exists()
     with pytest.raises(PlanBuildError) as err:
-        enhance.enhance_payload(session, repo, "do it", timeout=5)
+        enhance.enhance_payload(session, gitrepo.discover(repo), "do it", timeout=5)
     assert err.value.code == ExitCode.APPROVAL
     assert "ask the user to run `plan-build enhance`" in str(err.value)

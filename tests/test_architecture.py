@@ -101,3 +101,29 @@ def test_the_layers_are_the_folders_and_the_entry_modules_lie_at_the_top() -> No
     assert layers[0] == ENTRY
     assert layers[-1] == {"core"}
     assert set().union(*layers[1:]) == folders
+
+
+def test_tests_take_their_helpers_from_support_and_conftest_holds_fixtures_only() -> None:
+    """A helper is imported from tests/support/; conftest.py is pytest's, not a library."""
+    tests = ROOT / "tests"
+    users = [
+        str(path.relative_to(ROOT))
+        for path in sorted([*tests.rglob("*.py"), *(ROOT / "bench").rglob("*.py")])
+        if re.search(
+            r"^\s*(from tests\.conftest import|import tests\.conftest)", path.read_text(), re.M
+        )
+    ]
+    assert users == []
+    tree = ast.parse((tests / "conftest.py").read_text())
+    defined = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        or (
+            isinstance(node, ast.FunctionDef)
+            and not node.name.startswith("pytest_")
+            and not any("fixture" in ast.unparse(d) for d in node.decorator_list)
+            and not node.name.startswith("_")
+        )
+    ]
+    assert defined == [], f"helpers defined in conftest.py (move them to tests/support/): {defined}"

@@ -12,7 +12,7 @@ import pytest
 from plan_build.core import gitrepo
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.delivery import baseline
-from tests.conftest import git
+from tests.support.gitcmd import git
 
 
 def user_state(repo: Path) -> tuple[bytes, str, str]:

@@ -11,7 +11,7 @@ import pytest
 from plan_build.core import gitrepo
 from plan_build.delivery import baseline
 from plan_build.delivery import intended as change
-from tests.conftest import git
+from tests.support.gitcmd import git
 
 
 @pytest.fixture

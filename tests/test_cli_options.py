@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from plan_build import __version__
-from tests.conftest import Stubs, git
+from tests.support.gitcmd import git
 from tests.support.pty_run import run_on_pty
+from tests.support.stubs import Stubs
 
 GOLDEN = Path(__file__).parent / "golden" / "cli"
 COMPLETION = ["--print-completion-script", "--complete"]
@@ -203,7 +204,7 @@ def test_command_help_names_the_positional_argument_and_each_option(here, tmp_pa
         assert f"\n  {flag} " in out
     assert "--task-id" not in out
     out = here("review.plan", "--help", cwd=tmp_path).stdout
-    assert "\n  --workflow ID " in out or "\n  --workflow WORKFLOW " in out
+    assert "\n  --workflow ID " in out
 
 
 @pytest.mark.parametrize(
@@ -379,7 +380,7 @@ def test_inv_in_a_checkout_refuses_the_same_flags(tmp_path: Path) -> None:
     """`inv --dry plan` is invoke's binary, but the command line ends in plan-build's Program."""
     import subprocess
 
-    from tests.conftest import ROOT
+    from tests.support.paths import ROOT
 
     inv = Path(sys.executable).parent / "inv"
     for args in (["--dry", "plan"], ["-e", "plan"], ["dispatch", "--json-x"]):

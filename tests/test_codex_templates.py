@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from plan_build.core.render import render
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 TEMPLATES = ROOT / "templates"
 GOLDEN = Path(__file__).parent / "golden" / "codex"

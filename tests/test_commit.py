@@ -20,7 +20,7 @@ from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.ui import Console
 from plan_build.delivery import baseline, commit
 from plan_build.delivery import verify as verify_mod
-from tests.conftest import add_submodule, git
+from tests.support.gitcmd import add_submodule, git
 from tests.support.interaction import ScriptedInteraction
 
 LINES = "".join(f"line {i}\n" for i in range(1, 31))

@@ -14,7 +14,7 @@ from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.ui import Console
 from plan_build.delivery import baseline, commit
 from plan_build.delivery import verify as verify_mod
-from tests.conftest import git
+from tests.support.gitcmd import git
 from tests.support.interaction import ScriptedInteraction
 from tests.support.reviewkit import CLEAN, claude_session, codex_rule, rabbit_agent, rabbit_complete
 

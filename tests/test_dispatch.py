@@ -26,7 +26,6 @@ from plan_build.core.ui import Console
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch import runner as dispatch
 from plan_build.dispatch import taskfile, telemetry
-from tests.conftest import ROOT, Stubs, git
 from tests.dispatch_support import (
     PLAN,
     codex_edits,
@@ -37,7 +36,10 @@ from tests.dispatch_support import (
     status_of,
     without_owned,
 )
+from tests.support.gitcmd import git
 from tests.support.interaction import ScriptedInteraction
+from tests.support.paths import ROOT
+from tests.support.stubs import Stubs
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}
 

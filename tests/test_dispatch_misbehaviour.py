@@ -21,8 +21,8 @@ import psutil
 import pytest
 
 from plan_build.dispatch import evidence
-from tests.conftest import Stubs
 from tests.dispatch_support import codex_edits, codex_runs, make_plan, status_of
+from tests.support.stubs import Stubs
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}
 

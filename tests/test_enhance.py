@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from plan_build.core import interact
+from plan_build.core import config, gitrepo, interact
 from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.interact import Choice
@@ -23,9 +23,9 @@ from plan_build.core.resources import locate
 from plan_build.core.ui import Console
 from plan_build.startup import enhance, enhancechecks
 from plan_build.startup.enhance import TAG, Enhanced, enhance_payload
-from tests.conftest import Stubs
 from tests.support.interaction import ScriptedInteraction
 from tests.support.orphans import alive, survivors
+from tests.support.stubs import Stubs
 
 GOLDEN = Path(__file__).parent / "golden" / "enhance"
 PAYLOAD = "add pagination to the audit log  \nkeep the API compatible\n"
@@ -72,7 +72,8 @@ class Harness:
         return self.err.getvalue()
 
     def run(self, repo: Path | None, payload: str = PAYLOAD, timeout: float = 20) -> Enhanced:
-        return enhance_payload(self.session, repo, payload, timeout=timeout)
+        found = gitrepo.discover(repo) if repo is not None else None
+        return enhance_payload(self.session, found, payload, timeout=timeout)
 
 
 @pytest.fixture
@@ -534,13 +535,13 @@ def test_a_session_in_the_environment_counts_as_login(stubs: Stubs, private_home
 
 
 def test_the_timeout_comes_from_the_project_config(repo: Path) -> None:
-    assert enhance.timeout_from_config(repo) == enhance.DEFAULT_TIMEOUT == 120.0
+    assert enhance.timeout_from_config(config.load(repo)) == enhance.DEFAULT_TIMEOUT == 120.0
     assert enhance.timeout_from_config(None) == 120.0
     (repo / ".plan-build.yaml").write_text("enhance:\n  timeout: 45\n")
-    assert enhance.timeout_from_config(repo) == 45.0
+    assert enhance.timeout_from_config(config.load(repo)) == 45.0
     (repo / ".plan-build.yaml").write_text("enhance:\n  timeout: 0\n")
     with pytest.raises(PlanBuildError) as err:
-        enhance.timeout_from_config(repo)
+        enhance.timeout_from_config(config.load(repo))
     assert err.value.code == ExitCode.USAGE
     assert ":2: enhance.timeout must be between 0 and 86400 seconds" in err.value.what
 

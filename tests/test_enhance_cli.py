@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Stubs
 from tests.support.orphans import alive
 from tests.support.pty_run import run_on_pty
+from tests.support.stubs import Stubs
 from tests.test_enhance import (  # noqa: F401 - the autouse orphan check applies here too
     ENHANCED,
     SESSION,
@@ -130,7 +130,7 @@ def test_the_approved_text_is_printed_on_stdout(user: dict[str, object], stubs: 
     assert code == 0, t.screen
     assert out == ENHANCED
     assert "Auggie's enhanced request:" in t.screen
-    assert "Cursor-based" in t.screen or "cursor-based" in t.screen
+    assert "Add cursor-based pagination to `GET /audit-log`." in t.screen
     assert "keep your original" not in t.screen  # only `plan --prompt` has a context section
     (call,) = [c for c in stubs.calls("auggie") if c["argv"][:1] == ["--print"]]
     assert call["stdin_tty"] is False

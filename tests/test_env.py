@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import Stubs
+from tests.support.stubs import Stubs
 
 
 def test_env_json_reports_checked_facts(cli, ready: Path, stubs: Stubs, bundle: Path) -> None:

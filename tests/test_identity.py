@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from plan_build.core import gitrepo
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.startup import identity
-from tests.conftest import git
+from tests.support.gitcmd import git
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, git
+from tests.support.gitcmd import git
+from tests.support.paths import ROOT
 from tests.support.pty_run import PtyResult, run_on_pty
 
 KILLPOINT = str(ROOT / "tests" / "support" / "killpoint.py")

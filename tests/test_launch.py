@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Stubs, git
+from tests.support.gitcmd import git
 from tests.support.memserver import MemoryServer
 from tests.support.pty_run import PtyResult, run_on_pty
+from tests.support.stubs import Stubs
 
 REQUEST = ["Implement pagination for the audit log.  ", "--keep {{ api }} compatible ✔"]
 TYPED_REQUEST = [("> ", REQUEST[0] + "\n"), ("> ", REQUEST[1] + "\n"), ("> ", "EOF\n")]

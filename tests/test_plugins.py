@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from plan_build.startup import plugins
-from tests.conftest import Stubs
+from tests.support.stubs import Stubs
 from tests.support.stubtool import CLAUDE_PLUGINS, CODEX_PLUGINS
 
 IDS = ["mattpocock-skills@mattpocock", "agentmemory@agentmemory"]

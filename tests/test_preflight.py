@@ -10,9 +10,10 @@ import pytest
 
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.startup import preflight, wslchecks
-from tests.conftest import Stubs, git
+from tests.support.gitcmd import git
 from tests.support.memserver import MemoryServer
 from tests.support.sessions import make_session
+from tests.support.stubs import Stubs
 
 ALL_IDS = [
     "terminal",

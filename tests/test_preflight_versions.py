@@ -9,8 +9,8 @@ from pathlib import Path
 
 from plan_build.core import tools
 from plan_build.startup import preflight
-from tests.conftest import Stubs
 from tests.support.sessions import make_session
+from tests.support.stubs import Stubs
 
 
 def version_calls(stubs: Stubs, tool: str) -> int:

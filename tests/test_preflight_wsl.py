@@ -10,8 +10,9 @@ import pytest
 
 from plan_build.core.checks import Check
 from plan_build.startup import preflight, wslchecks
-from tests.conftest import Stubs, git
+from tests.support.gitcmd import git
 from tests.support.sessions import make_session
+from tests.support.stubs import Stubs
 
 WSL_KERNEL = "5.15.167.4-microsoft-standard-WSL2\n"
 

@@ -19,8 +19,10 @@ from plan_build.delivery import baseline
 from plan_build.views import report as view
 from plan_build.views import story as st
 from plan_build.views import storyread
-from tests.conftest import ROOT, git, run_cli
 from tests.support import stories
+from tests.support.gitcmd import git
+from tests.support.paths import ROOT
+from tests.support.runcli import run_cli
 
 GOLDEN = Path(__file__).parent / "golden" / "report"
 TEMPLATES = ROOT / "templates"

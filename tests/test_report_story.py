@@ -15,9 +15,9 @@ from plan_build.delivery import baseline
 from plan_build.delivery import commit as commit_mod
 from plan_build.views import report as view
 from plan_build.views import storyread
-from tests.conftest import ROOT, Stubs
 from tests.dispatch_support import codex_edits, commit_records, make_plan
 from tests.support.interaction import ScriptedInteraction
+from tests.support.paths import ROOT
 from tests.support.reviewkit import (
     CLEAN,
     PLAN,
@@ -28,6 +28,7 @@ from tests.support.reviewkit import (
     rabbit_complete,
     start_plan_review,
 )
+from tests.support.stubs import Stubs
 
 
 def test_a_whole_session_is_told_in_order_and_still_after_its_records_are_archived(

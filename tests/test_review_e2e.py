@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.support.gitcmd import git
 from tests.support.reviewkit import (
     CLEAN,
     IMPL_REVIEW,

@@ -189,7 +189,7 @@ def test_the_fingerprint_leaves_review_state_out_but_sees_everything_else(repo: 
 
 
 def test_committed_review_state_is_left_out_too(repo: Path) -> None:
-    from tests.conftest import git
+    from tests.support.gitcmd import git
 
     r = gitrepo.discover(repo)
     state = repo / ".claude" / "codex-review" / "workflows" / "w1" / "workflow.json"

@@ -19,7 +19,7 @@ from plan_build.core import config, gitrepo
 from plan_build.delivery import baseline, secretscan
 from plan_build.delivery import verify as verify_mod
 from plan_build.delivery.intended import parse_added
-from tests.conftest import git
+from tests.support.gitcmd import git
 from tests.support.tokens import aws_key, github_token
 
 

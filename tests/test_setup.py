@@ -21,9 +21,11 @@ import pytest
 from plan_build.core.errors import PlanBuildError
 from plan_build.startup import setup as setup_mod
 from plan_build.startup import setupstep, sources
-from tests.conftest import ROOT, Stubs, git
+from tests.support.gitcmd import git
 from tests.support.memserver import MemoryServer
+from tests.support.paths import ROOT
 from tests.support.sessions import make_session
+from tests.support.stubs import Stubs
 
 SOURCES = {"rohitg00/agentmemory": "agentmemory", "mattpocock/skills": "mattpocock"}
 MUTATING = {"add", "install", "enable"}

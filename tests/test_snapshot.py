@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from plan_build.core import gitrepo, snapshot
-from tests.conftest import git
+from tests.support.gitcmd import git
 
 
 def test_worktree_tree_includes_untracked_and_keeps_index(repo: Path) -> None:

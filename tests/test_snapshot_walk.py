@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plan_build.core import ctimescan, gitrepo, snapshot
-from tests.conftest import git
+from tests.support.gitcmd import git
 from tests.support.properties import examples
 
 GNU_FIND = shutil.which("find") is not None and ctimescan.gnu_find(None) is not None

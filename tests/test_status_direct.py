@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
+from tests.support.gitcmd import git
 from tests.test_readonly_imports import ROOT, loaded
 
 PROGRAM = (

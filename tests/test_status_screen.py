@@ -24,9 +24,10 @@ from plan_build.core.ui import Console
 from plan_build.delivery import baseline
 from plan_build.delivery import commit as commit_mod
 from plan_build.views import status as view
-from tests.conftest import ROOT, Stubs, git
 from tests.dispatch_support import codex_edits, commit_records, make_plan
+from tests.support.gitcmd import git
 from tests.support.interaction import ScriptedInteraction
+from tests.support.paths import ROOT
 from tests.support.reviewkit import (
     CLEAN,
     PLAN,
@@ -37,6 +38,7 @@ from tests.support.reviewkit import (
     rabbit_complete,
     start_plan_review,
 )
+from tests.support.stubs import Stubs
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}
 NO_MEMORY = "memory.server: no AgentMemory server answers at http://127.0.0.1:9 (refused)"
@@ -185,9 +187,9 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
     assert "tasks: 3 · 1 pending, 1 review, 1 complete" in text
     assert "  last dispatch: TASK-002 → Review" in text
     assert data["tasks"]["last_dispatch"]["task"] == "TASK-002"
-    assert data["missing"] == [
-        "the implementation review is not approved",
+    assert data["missing"] == [  # in commit's order: verification, then review
         "verify has not run on this change",
+        "the implementation review is not approved",
     ]
     assert data["next"] == "plan-build review"
 
@@ -210,7 +212,12 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
     app.write_text("fixed\nand more\n")
     text, data = screen(shop)
     assert "  approval: stale · " in text
-    assert "the implementation review's approval is stale (the change moved since)" in text
+    # (listed after verify, in commit's order: the screen wraps it, the JSON says it whole)
+    assert (
+        "the implementation review's approval is stale (the change moved since)"
+        in (data["missing"])
+    )
+    assert "approval is stale (the change moved since)" in " ".join(text.split())
     assert data["review"]["approval"]["state"] == "stale"
     assert data["next"] == "plan-build review.plan"
     app.write_text("fixed\n")
@@ -386,9 +393,10 @@ def test_a_damaged_workflow_is_one_line_and_the_rest_still_shows(standard: Path)
     # the only workflow folder is broken: commit would stop on it, so status says so and
     # gives the fix as the next step (docs/review.md, difference 19)
     assert "review: cannot be read: workflow folder 20261203-100000-abcdef is broken" in text
-    assert data["missing"][0] == (
-        "the review state cannot be read (workflow folder 20261203-100000-abcdef is broken)"
-    )
+    assert data["missing"] == [  # in commit's order: verification, then review
+        "verify has not run on this change",
+        "the review state cannot be read (workflow folder 20261203-100000-abcdef is broken)",
+    ]
     assert "broken-workflows" in data["next"]
     assert "verify: not run yet" in text
 
@@ -428,5 +436,6 @@ def test_two_active_workflows_without_a_session_are_named_not_guessed(standard: 
     (standard / "app.py").write_text("x = 1\n")
     text, data = screen(standard)
     assert "review: cannot be read: multiple active workflows found: 20261203-100000-aaaaaa" in text
-    assert data["missing"][0].startswith("the review state cannot be read")
+    assert data["missing"][0] == "verify has not run on this change"  # commit's order
+    assert data["missing"][1].startswith("the review state cannot be read")
     assert data["next"].startswith("name the one to act on with --workflow ID")

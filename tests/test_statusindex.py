@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from plan_build.core import gitrepo, snapshot
 from plan_build.delivery import baseline, statusindex
 from plan_build.delivery import intended as change
-from tests.conftest import git
+from tests.support.gitcmd import git
 from tests.support.properties import examples
 
 PATHS = ("a.txt", "b.txt", "d/c.txt", "d/e.txt", "x.log", "d/sub/f.txt")

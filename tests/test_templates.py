@@ -10,7 +10,7 @@ import jinja2
 import pytest
 
 from plan_build.core.render import fence, render
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 GOLDEN = Path(__file__).parent / "golden"
 TEMPLATES = ROOT / "templates"

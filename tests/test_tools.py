@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from plan_build.core import proc, tools
-from tests.conftest import Stubs
+from tests.support.stubs import Stubs
 
 
 def version_calls(stubs: Stubs, tool: str) -> int:

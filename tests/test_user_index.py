@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Stubs, git
+from tests.support.gitcmd import git
 from tests.support.pty_run import run_on_pty
+from tests.support.stubs import Stubs
 
 
 def _stat_dirty(root: Path, *names: str) -> None:

@@ -15,7 +15,7 @@ from plan_build.core import config, gitrepo
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.delivery import baseline, secretscan
 from plan_build.delivery import verify as verify_mod
-from tests.conftest import add_submodule, git
+from tests.support.gitcmd import add_submodule, git
 
 PY = sys.executable
 

@@ -11,7 +11,7 @@ import pytest
 
 from plan_build.core import gitrepo
 from plan_build.delivery import baseline
-from tests.conftest import git
+from tests.support.gitcmd import git
 from tests.support.tokens import aws_key, github_token
 
 PY = sys.executable

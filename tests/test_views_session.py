@@ -8,7 +8,7 @@ from pathlib import Path
 from plan_build.core import gitrepo
 from plan_build.delivery import baseline
 from plan_build.views import session as facts
-from tests.conftest import git
+from tests.support.gitcmd import git
 
 
 def test_a_launched_session_says_who_it_is_and_what_it_changed(repo: Path) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from plan_build.views import report as view
-from tests.conftest import ROOT
 from tests.support import stories
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
 

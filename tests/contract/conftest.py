@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Stubs
 from tests.contract import clis, marketplace
 from tests.contract.fakeapis import ModelsApi, ResponsesApi
 from tests.contract.report import INSTALLED
 from tests.contract.tmux import Tmux
+from tests.support.stubs import Stubs
 
 # Plugins as plan-build's preflight names them (plugin@marketplace), with the version each
 # local marketplace serves.

@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git, run_cli
 from tests.contract.conftest import Agents, Plugins
 from tests.contract.fakeapis import ModelsApi, ResponsesApi
 from tests.contract.test_launch_contract import EXIT, START, TURN, Rig, read_json
 from tests.contract.tmux import Tmux
+from tests.support.gitcmd import git
 from tests.support.reviewkit import CLEAN, PLAN_REVIEW, only_workflow
+from tests.support.runcli import run_cli
 
 pytestmark = pytest.mark.contract
 

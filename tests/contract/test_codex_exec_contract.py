@@ -23,10 +23,10 @@ import pytest
 
 from plan_build.core import proc
 from tests import dispatch_support
-from tests.conftest import git
 from tests.contract.conftest import Agents
 from tests.contract.fakeapis import ResponsesApi
 from tests.support import reviewkit, stubtool
+from tests.support.gitcmd import git
 
 pytestmark = pytest.mark.contract
 

@@ -374,7 +374,8 @@ def test_codex_sees_the_committed_identity_and_a_foreign_one_is_refused(
     foreign = {**DEGRADED, "AGENTMEMORY_PROJECT_NAME": "github.com/bob/other"}
     r = cli("dispatch", "TASK-002", cwd=repo, env=foreign)
     assert r.code == 3
-    assert "names another project" in r.stderr or "another project" in r.stderr
+    assert "AGENTMEMORY_PROJECT_NAME is 'github.com/bob/other'" in r.stderr
+    assert "Codex would write memory into another project" in r.stderr
     assert len(codex_api.turns()) == turns  # Codex never started
 
 

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.contract.conftest import DUMMY_KEY, Agents, Plugins, seed_offline_start
 from tests.contract.fakeapis import ModelsApi, ResponsesApi
 from tests.contract.tmux import Tmux
+from tests.support.runcli import run_cli
 
 pytestmark = pytest.mark.contract
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from plan_build.startup.plugins import CLAUDE_INSTALL, CODEX_INSTALL
-from tests.conftest import git
 from tests.contract.conftest import Agents, Plugins
+from tests.support.gitcmd import git
 
 pytestmark = pytest.mark.contract
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
 from tests.contract import marketplace
 from tests.contract.conftest import (
     AGENTMEMORY,
@@ -26,6 +25,7 @@ from tests.contract.conftest import (
 )
 from tests.contract.fakeapis import ModelsApi
 from tests.contract.tmux import Tmux
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.contract
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from plan_build.core import sessionvars
 from plan_build.core.checks import Check
 
 DEFAULT_PORT = 3111
@@ -187,5 +188,5 @@ def memory_env(value: str, *, degraded: bool) -> dict[str, str]:
     return {
         "AGENTMEMORY_PROJECT_NAME": value,
         "AGENTMEMORY_INJECT_CONTEXT": "false" if degraded else "true",
-        "PLAN_BUILD_MEMORY_MODE": "degraded" if degraded else "required",
+        sessionvars.MEMORY_MODE: "degraded" if degraded else "required",
     }

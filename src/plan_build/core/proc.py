@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:  # loaded only to stop a process tree: read-only commands start faster
     import psutil
 
-from plan_build.core import supervisor
+from plan_build.core import proctree, supervisor
 from plan_build.core.errors import ExitCode, PlanBuildError
 
 log = logging.getLogger("plan_build.core.proc")
@@ -422,18 +422,6 @@ def _psutil() -> Any:
     return psutil
 
 
-def started_at(pid: int) -> float | None:
-    """The start time of process `pid` (seconds since the epoch), or None when it is gone.
-    With the pid it names one process for good: a reused pid has a later start time."""
-    psutil = _psutil()
-    if psutil is None:
-        return None
-    try:
-        return float(psutil.Process(pid).create_time())
-    except psutil.Error:
-        return None
-
-
 def stop_survivors(pgid: int, leader_started: float) -> list[int]:
     """Kill what is left of a process group a dead plan-build recorded (its leader's pid and
     start time), with their descendants; returns the pids signalled.
@@ -445,7 +433,7 @@ def stop_survivors(pgid: int, leader_started: float) -> list[int]:
     psutil = _psutil()
     if psutil is None or pgid <= 1:
         return []
-    now = started_at(pgid)
+    now = proctree.create_time(pgid)
     if now is not None and abs(now - leader_started) > 0.05:
         return []
     victims: list[Any] = []

@@ -80,15 +80,18 @@ def create_time(pid: int) -> float | None:
     """When process `pid` started, in seconds since the epoch; None when it is gone.
 
     From /proc (boot time plus the start in clock ticks, as psutil computes it) where there is
-    one, so temp-file owner tags and lock checks do not import psutil; else from psutil."""
+    one, so temp-file owner tags and lock checks do not import psutil; else from psutil (None
+    without it). The one answer to "when did this process start" (`proc` asks it too)."""
     fields = _stat_fields(pid)
     boot = _boot_time()
     if fields is not None and len(fields) > 19 and boot is not None:
         return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
     if procfs():
         return None  # /proc works: the process is gone
-    import psutil
-
+    try:
+        import psutil
+    except ImportError:  # a release zipapp on a Python without psutil
+        return None
     try:
         return float(psutil.Process(pid).create_time())
     except (psutil.Error, OSError):

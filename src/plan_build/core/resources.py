@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from plan_build.core import sessionvars
+
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # plan_build/, above core/
 CHECKOUT_ROOT = PACKAGE_DIR.parent.parent
 
@@ -30,7 +32,7 @@ class Resources:
 
 def locate(env: Mapping[str, str] | None = None) -> Resources:
     env = os.environ if env is None else env
-    pinned = env.get("PLAN_BUILD_RELEASE")
+    pinned = env.get(sessionvars.RELEASE)
     if pinned:
         return _release(Path(os.path.realpath(pinned)))
     from plan_build.core.runrelease import running_bundle

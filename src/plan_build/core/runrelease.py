@@ -1,8 +1,8 @@
 """The release this run comes from: its id, the bundle it was imported from, and its lease.
 
-A leaf of the core layer (stdlib only): `resources`, `context` and the entry module need these
-facts before anything else loads, and the `release` feature package builds on them, so they
-cannot live in that package without tying the core to a feature (docs/adr/0110).
+A leaf of the core layer (stdlib and `sessionvars` only): `resources`, `context` and the entry
+module need these facts before anything else loads, and the `release` feature package builds on
+them, so they cannot live in that package without tying the core to a feature (docs/adr/0110).
 
 A run that starts from a release (the launcher, or a zipapp inside `releases/<id>/`) holds a
 lease for it: `<root>/leases/<pid>-<random>.lease`, flock-held for as long as the process (or
@@ -24,9 +24,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from plan_build.core.sessionvars import RELEASE
+
 log = logging.getLogger("plan_build.release")
 
-ENV = "PLAN_BUILD_RELEASE"
+ENV = RELEASE
 MANIFEST = "MANIFEST.sha256"
 ID_LENGTH = 16
 ID_RE = re.compile(r"[0-9a-f]{16}")

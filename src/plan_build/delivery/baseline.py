@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import secrets
 import shutil
 import threading
@@ -26,15 +25,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from plan_build.core import clock, fsutil, snapshot
+from plan_build.core import clock, fsutil, sessionvars, snapshot
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
 
-ENV_VAR = "PLAN_BUILD_SESSION"
+ENV_VAR = sessionvars.SESSION
 REF_PREFIX = "refs/plan-build/sessions/"
 ZERO_OID = "0" * 40
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*$")
-MAX_ID_LENGTH = 64
 FORMAT = 1
 STATUS_INDEX = "status-index"  # the session's kept index for `status` (statusindex)
 
@@ -100,12 +97,7 @@ def new_id() -> str:
 
 
 def validate_id(session_id: str) -> str:
-    if (
-        not session_id
-        or len(session_id) > MAX_ID_LENGTH
-        or not ID_PATTERN.match(session_id)
-        or session_id.endswith(".lock")
-    ):
+    if not sessionvars.is_session_id(session_id):
         raise PlanBuildError(
             f"{session_id!r} is not a valid session id",
             "use letters, digits, '-', '_' and single dots (at most 64 characters), "
@@ -139,30 +131,32 @@ def busy_state(repo: Repo) -> str | None:
     return None
 
 
-def unmerged_paths(repo: Repo) -> list[str]:
-    """Paths with conflict stages in the index (read from the index alone: no work-tree scan)."""
-    out = repo.git("ls-files", "--unmerged", "-z").stdout
-    paths = [rec.split("\t", 1)[1] for rec in out.split("\0") if "\t" in rec]
-    return sorted(set(paths))
+def busy_error(busy: str, doing: str, root: Path) -> PlanBuildError:
+    return PlanBuildError(
+        f"cannot {doing}: {busy} is in progress in {root}",
+        "finish it (git status shows how) or abort it, then run this again",
+        code=ExitCode.BLOCKED,
+    )
+
+
+def conflicts_error(unmerged: list[str], doing: str) -> PlanBuildError:
+    shown = ", ".join(unmerged[:5]) + (" …" if len(unmerged) > 5 else "")
+    return PlanBuildError(
+        f"cannot {doing}: {len(unmerged)} path(s) have unresolved conflicts ({shown})",
+        "resolve the conflicts and git add the files (or abort the operation), then retry",
+        code=ExitCode.BLOCKED,
+    )
 
 
 def require_settled(repo: Repo, doing: str) -> None:
-    """Refuse while git is in the middle of something: the trees would not mean what they say."""
+    """Refuse while git is in the middle of something: the trees would not mean what they say.
+    (`commit` asks the same through `readiness`, which words it with these errors.)"""
     busy = busy_state(repo)
     if busy:
-        raise PlanBuildError(
-            f"cannot {doing}: {busy} is in progress in {repo.root}",
-            "finish it (git status shows how) or abort it, then run this again",
-            code=ExitCode.BLOCKED,
-        )
-    unmerged = unmerged_paths(repo)
+        raise busy_error(busy, doing, repo.root)
+    unmerged = repo.unmerged_paths()
     if unmerged:
-        shown = ", ".join(unmerged[:5]) + (" …" if len(unmerged) > 5 else "")
-        raise PlanBuildError(
-            f"cannot {doing}: {len(unmerged)} path(s) have unresolved conflicts ({shown})",
-            "resolve the conflicts and git add the files (or abort the operation), then retry",
-            code=ExitCode.BLOCKED,
-        )
+        raise conflicts_error(unmerged, doing)
 
 
 def head_and_tree(repo: Repo) -> tuple[str | None, str]:
@@ -312,7 +306,7 @@ def load(repo: Repo, session_id: str) -> Baseline:
     if target is None:
         raise PlanBuildError(
             f"there is no session {sid} in this repository",
-            "check PLAN_BUILD_SESSION, or unset it to use this worktree's latest session",
+            f"check {ENV_VAR}, or unset it to use this worktree's latest session",
             code=ExitCode.USAGE,
         )
     # The metadata file was lost (e.g. a cleaned state dir): the pin's message carries it.
@@ -385,8 +379,10 @@ __all__ = [
     "REF_PREFIX",
     "Baseline",
     "all_baselines",
+    "busy_error",
     "busy_state",
     "capture",
+    "conflicts_error",
     "current",
     "load",
     "mark_committed",

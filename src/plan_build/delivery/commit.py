@@ -23,14 +23,17 @@ from plan_build.core.interact import Interaction, no_terminal, require_person
 from plan_build.core.ui import Console
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.delivery import intended as change_mod
+from plan_build.delivery import readiness
 from plan_build.delivery import verify as verify_mod
 from plan_build.delivery.baseline import ZERO_OID, Baseline
 from plan_build.delivery.commitapproval import (
+    Approval,
     accept_allowlisted,
+    current_approval,
     review_gate,
     save_approval,
 )
-from plan_build.delivery.commitplan import Overlap, Plan, build_plan
+from plan_build.delivery.commitplan import Overlap, Plan, Spliced, build_plan, plan_of, splice
 from plan_build.delivery.commitrecovery import (
     entries_json,
     pending_path,
@@ -89,75 +92,76 @@ class Outcome:
     interrupted: bool = False
 
 
-def _identity_ok(repo: Repo) -> None:
-    for var in ("GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"):
-        if not repo.git("var", var, check=False).ok:
-            raise PlanBuildError(
-                "git does not know who you are, so it cannot write the commit",
-                'set it: git config user.name "Your Name" && git config user.email you@example.com',
-                code=ExitCode.BLOCKED,
-            )
-
-
 def _snapshot_settled(repo: Repo) -> str:
     first = snapshot.worktree_tree(repo)
     second = snapshot.worktree_tree(repo)
     if first != second:
-        raise PlanBuildError(
-            "the work tree is still changing (is an agent or a build still running?)",
-            "stop whatever is writing files, then run plan-build commit again",
-            code=ExitCode.BLOCKED,
-        )
+        raise readiness.SETTLING
     return first
 
 
-def check_head(repo: Repo, base: Baseline) -> None:
-    head, branch = repo.head(), repo.branch()
-    if head != base.head:
-        was = base.head[:12] if base.head else "no commit yet"
-        raise PlanBuildError(
-            f"HEAD moved since the session baseline (was {was}, now "
-            f"{head[:12] if head else 'no commit'}); the session's work can no longer be told "
-            "apart from other commits",
-            "commit by hand after reviewing git diff, or move HEAD back "
-            f"(git reset --soft {base.head or '<baseline>'}) and retry",
-            code=ExitCode.BLOCKED,
-        )
-    if branch != base.branch:
-        raise PlanBuildError(
-            f"the checked-out branch changed since the session baseline "
-            f"(was {base.branch or 'detached HEAD'}, now {branch or 'detached HEAD'})",
-            f"switch back (git switch {base.branch})"
-            if base.branch
-            else "check out the baseline commit again",
-            code=ExitCode.BLOCKED,
-        )
+class Live:
+    """`commit`'s probe: each fact measured on the live repository when a rule first asks,
+    and kept, so the plan, the verify record and the review verdict are there afterwards."""
 
+    def __init__(self, repo: Repo, base: Baseline) -> None:
+        self.repo, self.base, self.root = repo, base, repo.root
+        self._tree: str | None = None
+        self._change: change_mod.Change | None = None
+        self._spliced: Spliced | None = None
+        self._record: dict[str, Any] | None = None
+        self._approval: Approval | None = None
 
-def require_verified(repo: Repo, base: Baseline, tree: str) -> dict[str, Any]:
-    record = verify_mod.last_record(repo, base.id)
-    if record is None:
-        raise PlanBuildError(
-            "the change has not been verified",
-            "run plan-build verify, fix what it reports, then commit",
-            code=ExitCode.BLOCKED,
-        )
-    if record.get("change", {}).get("tree") != tree:
-        raise PlanBuildError(
-            "the change differs from the one last verified (files changed since plan-build verify)",
-            "run plan-build verify again",
-            code=ExitCode.BLOCKED,
-        )
-    if not record.get("ok"):
-        failed = [c["id"] for c in record.get("checks", []) if c.get("status") == "fail"]
-        if failed and set(failed) <= verify_mod.ACCEPTABLE_AT_COMMIT:
-            return record  # the user decides at the approval (accept_allowlisted)
-        raise PlanBuildError(
-            f"verification failed for this change ({', '.join(failed) or 'see plan-build verify'})",
-            "fix what plan-build verify reports and run it again",
-            code=ExitCode.BLOCKED,
-        )
-    return record
+    def busy(self) -> str | None:
+        return baseline_mod.busy_state(self.repo)
+
+    def unmerged(self) -> list[str]:
+        return self.repo.unmerged_paths()
+
+    def head(self) -> str | None:
+        return self.repo.head()
+
+    def branch(self) -> str | None:
+        return self.repo.branch()
+
+    def settled(self) -> bool:
+        first = snapshot.worktree_tree(self.repo)
+        second = snapshot.worktree_tree(self.repo)
+        self._tree = first
+        return first == second
+
+    def tree(self) -> str | None:
+        return self._tree
+
+    def change(self) -> change_mod.Change:
+        if self._change is None:
+            self._change = change_mod.compute(self.repo, self.base, tree=self._tree)
+        return self._change
+
+    def empty(self) -> bool:
+        return self.change().empty
+
+    def overlaps(self) -> list[Overlap]:
+        self._spliced = splice(self.repo, self.base, self.change())
+        return self._spliced.overlaps
+
+    def record(self) -> dict[str, Any] | None:
+        self._record = verify_mod.last_record(self.repo, self.base.id)
+        return self._record
+
+    def approval(self) -> Approval:
+        self._approval = current_approval(self.repo)
+        return self._approval
+
+    def identity_known(self) -> bool:
+        return readiness.identity_known(self.repo)
+
+    def ready(self) -> tuple[Plan, dict[str, Any], str]:
+        """What a probe that found no refusal measured: the plan, the record, the verdict."""
+        if self._spliced is None or self._record is None or self._approval is None:
+            raise RuntimeError("a probe was read as ready before every rule was asked")
+        plan = plan_of(self.repo, self.base, self.change(), self._spliced)
+        return plan, self._record, readiness.review_verdict(self._approval, self._tree)[1]
 
 
 def show_summary(
@@ -253,28 +257,12 @@ def _check_message(message: str | None) -> str | None:
 
 
 def prepare(repo: Repo, base: Baseline) -> tuple[Plan, dict[str, Any], str]:
-    """Every refusal that needs no user: repository state, overlaps, verification, review."""
-    baseline_mod.require_settled(repo, "commit")
-    check_head(repo, base)
-    tree = _snapshot_settled(repo)
-    change = change_mod.compute(repo, base, tree=tree)
-    if change.empty:
-        raise PlanBuildError(
-            "nothing to commit: the work tree matches the session baseline",
-            "there is no session work to commit",
-            code=ExitCode.BLOCKED,
-        )
-    plan = build_plan(repo, base, change)
-    record = require_verified(repo, base, tree)
-    ok, review = review_gate(repo, tree=tree)
-    if not ok:
-        raise PlanBuildError(
-            f"review blocks the commit: {review}",
-            "finish the review, then run plan-build commit again",
-            code=ExitCode.BLOCKED,
-        )
-    _identity_ok(repo)
-    return plan, record, review
+    """Every refusal that needs no user (`readiness`, in its order): the first one is raised."""
+    probe = Live(repo, base)
+    first = next(readiness.refusals(probe), None)
+    if first is not None:
+        raise first.error
+    return probe.ready()
 
 
 def _ask_message(ui: Interaction, plan: Plan) -> str:

@@ -19,31 +19,19 @@ from plan_build.core.ui import Console
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.delivery.commitplan import Plan
 from plan_build.delivery.intended import display_path
+from plan_build.delivery.readiness import Approval, review_verdict
+
+
+def current_approval(repo: Repo) -> Approval:
+    """What review says about the current change (the one interface commit has to review)."""
+    from plan_build.review.approval import current_approval as ask
+
+    return ask(repo)
 
 
 def review_gate(repo: Repo, *, tree: str | None = None) -> tuple[bool, str]:
-    """Whether review lets this change be committed, and why.
-
-    No review workflow at all passes (and the summary says so); otherwise the approval must be
-    plan-build's, for an implementation round, and for exactly this change (`tree`, the work
-    tree without plan-build's own state, which is what review rounds fingerprint).
-    """
-    from plan_build.review.approval import current_approval
-
-    approval = current_approval(repo)
-    if approval.workflow is None:
-        return True, "no review recorded (no review workflow for this change)"
-    if not approval.approved:
-        return False, approval.reason
-    if approval.tree is None:
-        return False, f"{approval.reason}: review it with plan-build review.impl"
-    if approval.stale or (tree is not None and approval.tree != tree):
-        # an approved workflow is completed, so review.repeat has nothing to repeat
-        return False, (
-            f"{approval.reason}: the approval is stale; review the change again in a new "
-            "workflow (plan-build review.plan)"
-        )
-    return True, approval.reason
+    """Whether review lets this change be committed, and why (`readiness.review_verdict`)."""
+    return review_verdict(current_approval(repo), tree)
 
 
 def accept_allowlisted(
@@ -108,4 +96,11 @@ def save_approval(
     )
 
 
-__all__ = ["accept_allowlisted", "approval_path", "review_gate", "save_approval"]
+__all__ = [
+    "Approval",
+    "accept_allowlisted",
+    "approval_path",
+    "current_approval",
+    "review_gate",
+    "save_approval",
+]

@@ -118,8 +118,18 @@ class _Splicer:
         return Entry(new_mode, change_mod.write_blob(self.repo, merged))
 
 
-def build_plan(repo: Repo, base: Baseline, change: Change) -> Plan:
-    """The commit's tree and the user's index afterwards, or a refusal naming every overlap."""
+@dataclass(frozen=True)
+class Spliced:
+    """Each path's committed version and the user's index entry, and the paths that overlap."""
+
+    pre: dict[str, tuple[Entry | None, Entry | None]]  # changes from before the session
+    commit_entries: list[tuple[str, Entry | None]]
+    index_entries: list[tuple[str, Entry | None]]
+    overlaps: list[Overlap]
+
+
+def splice(repo: Repo, base: Baseline, change: Change) -> Spliced:
+    """The session's edits spliced into HEAD's versions; blobs only, no index, no tree."""
     head_tree = base.head_tree
     pre = change_mod.raw_diff(repo, head_tree, base.worktree_tree)
     staged = change_mod.raw_diff(repo, head_tree, base.staged_tree)
@@ -164,16 +174,26 @@ def build_plan(repo: Repo, base: Baseline, change: Change) -> Plan:
             continue
         commit_entries.append((path, r_entry))
         index_entries.append((path, i_entry))
-    if overlaps:
-        listed = "\n    ".join(str(o) for o in overlaps[:10])
-        more = f"\n    and {len(overlaps) - 10} more" if len(overlaps) > 10 else ""
-        raise PlanBuildError(
-            f"the session's change overlaps work that was uncommitted before it started; "
-            f"nothing was committed:\n    {listed}{more}",
-            "commit by hand (git add -p) or move one of the edits apart so an unchanged line "
-            "separates them, then run plan-build commit again",
-            code=ExitCode.BLOCKED,
-        )
+    return Spliced(pre, commit_entries, index_entries, overlaps)
+
+
+def overlap_error(overlaps: list[Overlap]) -> PlanBuildError:
+    listed = "\n    ".join(str(o) for o in overlaps[:10])
+    more = f"\n    and {len(overlaps) - 10} more" if len(overlaps) > 10 else ""
+    return PlanBuildError(
+        f"the session's change overlaps work that was uncommitted before it started; "
+        f"nothing was committed:\n    {listed}{more}",
+        "commit by hand (git add -p) or move one of the edits apart so an unchanged line "
+        "separates them, then run plan-build commit again",
+        code=ExitCode.BLOCKED,
+    )
+
+
+def plan_of(repo: Repo, base: Baseline, change: Change, spliced: Spliced) -> Plan:
+    """The commit's tree from a splice without overlaps, and what the commit leaves alone."""
+    if spliced.overlaps:
+        raise overlap_error(spliced.overlaps)
+    head_tree, commit_entries = base.head_tree, spliced.commit_entries
     with snapshot.temp_index(repo, base.head or "empty") as env:
         change_mod.git_bytes(
             repo,
@@ -187,8 +207,13 @@ def build_plan(repo: Repo, base: Baseline, change: Change) -> Plan:
     touched = set(change_mod.raw_diff(repo, head_tree, new_tree))
     if not touched <= {p for p, _ in commit_entries}:  # a bug, not a user error
         raise RuntimeError("the commit tree changes paths outside the intended change")
-    kept = [p for p in pre if p not in {p2 for p2, _ in commit_entries}]
-    return Plan(base, change, new_tree, commit_entries, index_entries, kept)
+    kept = [p for p in spliced.pre if p not in {p2 for p2, _ in commit_entries}]
+    return Plan(base, change, new_tree, commit_entries, spliced.index_entries, kept)
 
 
-__all__ = ["Overlap", "Plan", "build_plan"]
+def build_plan(repo: Repo, base: Baseline, change: Change) -> Plan:
+    """The commit's tree and the user's index afterwards, or a refusal naming every overlap."""
+    return plan_of(repo, base, change, splice(repo, base, change))
+
+
+__all__ = ["Overlap", "Plan", "Spliced", "build_plan", "overlap_error", "plan_of", "splice"]

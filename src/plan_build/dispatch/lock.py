@@ -14,7 +14,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from plan_build.core import clock, locks, proc
+from plan_build.core import clock, locks, proc, proctree
 from plan_build.core.errors import PlanBuildError, usage
 
 
@@ -53,7 +53,7 @@ class DispatchLock:
 
     def record_group(self, pgid: int) -> None:
         """Note the process group now running (Codex or a check), for a later takeover."""
-        started = proc.started_at(pgid)
+        started = proctree.create_time(pgid)
         if not self.held or started is None:
             return
         group: dict[str, Any] = {"pgid": pgid, "started": started}

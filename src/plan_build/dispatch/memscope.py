@@ -10,19 +10,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from plan_build.core import sessionvars
 from plan_build.core.errors import ExitCode, PlanBuildError, usage
 from plan_build.dispatch import memslot
 
-MEMORY_MODES = ("required", "degraded")
+MEMORY_MODES = sessionvars.MEMORY_MODES
 SLOT_LABEL = "workflow_status"
 
 
 def memory_mode(env: Mapping[str, str]) -> str:
-    mode = env.get("PLAN_BUILD_MEMORY_MODE") or "required"
+    mode = env.get(sessionvars.MEMORY_MODE) or "required"
     if mode not in MEMORY_MODES:
         raise usage(
-            f"PLAN_BUILD_MEMORY_MODE is {mode!r}; it must be required or degraded",
-            "relaunch through plan-build architect, or unset PLAN_BUILD_MEMORY_MODE",
+            f"{sessionvars.MEMORY_MODE} is {mode!r}; it must be required or degraded",
+            f"relaunch through plan-build architect, or unset {sessionvars.MEMORY_MODE}",
         )
     return mode
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plan_build.core import sessionvars
+
 SCHEMA = 1
 UNKNOWN = "unknown"
 USAGE_KEYS = (
@@ -137,15 +139,12 @@ def _item(out: CodexEvents, item: dict[str, Any]) -> None:
         out.errors.append(item["message"])
 
 
-_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
 def session_of(env: Mapping[str, str]) -> str | None:
     """The session a dispatch runs in, as PLAN_BUILD_SESSION (set in the session's Claude)
     names it; None outside a session, or when the value is not a session id. The report
-    gives a session the dispatches tagged with its id, and untagged ones only by time."""
-    sid = env.get("PLAN_BUILD_SESSION", "").strip()
-    return sid if _SESSION_ID.fullmatch(sid) else None
+    gives a session the dispatches tagged with its id, and untagged ones only by time. The
+    grammar is the baseline's (`sessionvars`): an id a baseline refuses is never a tag."""
+    return sessionvars.session_of(env)
 
 
 def log_path(state_dir: Path) -> Path:

@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build.core import errors
+from plan_build.core import errors, sessionvars
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.fsutil import atomic_write, fsync_dir
 from plan_build.release import PYZ, SKILL_DIRS, check_root
@@ -41,13 +41,13 @@ try:
     fcntl.flock(_lock, fcntl.LOCK_SH)
 except OSError:
     _lock = None
-_pinned = os.environ.get("PLAN_BUILD_RELEASE")
+_pinned = os.environ.get("{release_var}")
 _release = os.path.realpath(_pinned or os.path.join(ROOT, "current"))
 _pyz = os.path.join(_release, {pyz!r})
 if not os.path.isfile(_pyz):
     if _pinned:
-        _stop("PLAN_BUILD_RELEASE=" + _pinned + " is not a plan-build release",
-              "unset PLAN_BUILD_RELEASE, or point it at a directory under " + ROOT + "/releases")
+        _stop("{release_var}=" + _pinned + " is not a plan-build release",
+              "unset {release_var}, or point it at a directory under " + ROOT + "/releases")
     _stop("no active plan-build release in " + ROOT,
           "activate one: plan-build release.activate SOURCE "
           "(in a checkout: inv release.build --activate)")
@@ -78,7 +78,9 @@ class Installed:
 
 
 def launcher_text(root: Path, python: str) -> str:
-    return LAUNCHER.format(python=python, marker=MARKER, root=str(root), pyz=PYZ)
+    return LAUNCHER.format(
+        python=python, marker=MARKER, root=str(root), pyz=PYZ, release_var=sessionvars.RELEASE
+    )
 
 
 def _is_ours_launcher(path: Path) -> bool:

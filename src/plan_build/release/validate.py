@@ -15,7 +15,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_build.core import proc
+from plan_build.core import proc, sessionvars
 from plan_build.release import (
     ARCHITECT,
     MANIFEST,
@@ -195,7 +195,7 @@ def check_runs(pyz: Path, version: str, where: str, python: str) -> None:
     -S and -E keep the interpreter's site-packages and PYTHON* variables out, so this proves
     the zipapp starts on its own bundled dependencies.
     """
-    env = {k: v for k, v in os.environ.items() if k != "PLAN_BUILD_RELEASE"}
+    env = {k: v for k, v in os.environ.items() if k != sessionvars.RELEASE}
     result = proc.run(
         [python, "-S", "-E", str(pyz), "--version"], cwd=pyz.parent, env=env, timeout=RUN_TIMEOUT
     )

@@ -33,6 +33,7 @@ class Approval:
     stale: bool | None = None  # the work tree moved since (None when there is nothing to compare)
     current_tree: str | None = None
     reason: str = ""  # one line for the user
+    active_phase: str | None = None  # the workflow is still in review, in this phase
 
     @property
     def fresh(self) -> bool:
@@ -75,6 +76,7 @@ def current_approval(
             None,
             wf.id,
             reason=f"workflow {wf.id} is still in review ({wf.phase} round {wf.round})",
+            active_phase=wf.phase,
         )
     now = current() if current is not None else fingerprint(repo, root)
     if wf is None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
-from plan_build.core import agentmemory
+from plan_build.core import agentmemory, sessionvars
 from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
@@ -52,7 +52,7 @@ def start(session: Session, req: Request) -> None:
         "release_id": session.resources.release_id,
     }
     if req.prompt:
-        context.update(enhanced_context(session, report, repo, payload, dry_run=req.dry_run))
+        context.update(enhanced_context(session, report, payload, dry_run=req.dry_run))
     session_id = None if req.dry_run else baseline.new_id()
     context["session_id"] = session_id
     if req.mode == "architect":
@@ -62,9 +62,9 @@ def start(session: Session, req: Request) -> None:
         )
     env_added = agentmemory.memory_env(project_id, degraded=report.memory_mode == "degraded")
     if session.resources.release_path is not None:
-        env_added["PLAN_BUILD_RELEASE"] = str(session.resources.release_path)
+        env_added[sessionvars.RELEASE] = str(session.resources.release_path)
     if session_id is not None:
-        env_added["PLAN_BUILD_SESSION"] = session_id
+        env_added[sessionvars.SESSION] = session_id
 
     def build() -> launch.Launch:
         return launch.build(
@@ -175,7 +175,6 @@ def resolve_identity(session: Session, repo: Repo, *, dry_run: bool, blockers: l
 def enhanced_context(
     session: Session,
     report: preflight.Report,
-    repo: Repo,
     payload: str,
     *,
     dry_run: bool,
@@ -186,7 +185,7 @@ def enhanced_context(
 
     if dry_run and any(c.failed and c.id in enhance.CHECK_IDS for c in report.checks):
         return {}
-    approved = enhance.for_launch(session, repo.root, payload)
+    approved = enhance.for_launch(session, payload)
     return {
         "payload": approved.text,
         "original": approved.original if approved.keep_original else None,

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from plan_build.core import proc
 from plan_build.core.context import Session
@@ -33,6 +33,10 @@ from plan_build.startup.enhanceapproval import (
     stopped,
 )
 from plan_build.startup.enhancechecks import CHECK_IDS, LOGIN_FIX, require_ready, tail
+
+if TYPE_CHECKING:
+    from plan_build.core.config import Config
+    from plan_build.core.gitrepo import Repo
 
 DEFAULT_TIMEOUT = 120.0
 HEARTBEAT_EVERY = 15.0
@@ -55,13 +59,13 @@ class EnhanceFailure(Exception):
 # --- configuration -----------------------------------------------------------------------
 
 
-def timeout_from_config(repo_root: Path | None) -> float:
-    """`enhance.timeout` from `.plan-build.yaml` (seconds), or DEFAULT_TIMEOUT."""
-    if repo_root is None:
+def timeout_from_config(cfg: Config | None) -> float:
+    """`enhance.timeout` from the Session's `.plan-build.yaml` (seconds), or DEFAULT_TIMEOUT
+    (None: outside a work tree, no config)."""
+    if cfg is None:
         return DEFAULT_TIMEOUT
     from plan_build.core import config
 
-    cfg = config.load(repo_root)
     value = float(cfg.get("enhance.timeout", DEFAULT_TIMEOUT))
     if value <= 0:
         raise PlanBuildError(
@@ -120,7 +124,7 @@ def instruction(session: Session, payload: str, *, indexing: bool) -> str:
 
 
 def run_auggie(
-    session: Session, repo_root: Path | None, payload: str, *, indexing: bool, timeout: float
+    session: Session, repo: Repo | None, payload: str, *, indexing: bool, timeout: float
 ) -> str:
     """One Auggie run; the enhanced text, or EnhanceFailure saying what went wrong."""
     text = instruction(session, payload, indexing=indexing)
@@ -131,10 +135,10 @@ def run_auggie(
     try:
         request = tmp / "request.md"
         request.write_text(text, encoding="utf-8")
-        workspace = repo_root if indexing and repo_root is not None else tmp / "workspace"
+        workspace = repo.root if indexing and repo is not None else tmp / "workspace"
         workspace.mkdir(exist_ok=True)
         argv = auggie_argv(request, workspace, indexing=indexing, timeout=timeout)
-        guard = _ChangeGuard.start(repo_root, session.env) if indexing else None
+        guard = _ChangeGuard.start(repo) if indexing else None
 
         def heartbeat(elapsed: float) -> None:
             session.console.say(f"  still waiting for Auggie ({elapsed:.0f}s of {timeout:g}s)")
@@ -169,17 +173,17 @@ def run_auggie(
 class _ChangeGuard:
     """Auggie is told not to edit files and runs in ask mode; this verifies it did not."""
 
-    repo: Any
+    repo: Repo
     before: str
 
     @classmethod
-    def start(cls, repo_root: Path | None, env: Mapping[str, str]) -> _ChangeGuard | None:
-        if repo_root is None:
+    def start(cls, repo: Repo | None) -> _ChangeGuard | None:
+        """Watch the Session's repository (None: outside a work tree, nothing to watch)."""
+        if repo is None:
             return None
-        from plan_build.core import gitrepo, snapshot
+        from plan_build.core import snapshot
 
         try:
-            repo = gitrepo.discover(repo_root, env)
             return cls(repo, snapshot.worktree_tree(repo))
         except PlanBuildError:
             return None
@@ -266,7 +270,7 @@ def _fail(what: str, fix: str) -> str:
 
 def enhance_payload(
     session: Session,
-    repo_root: Path | None,
+    repo: Repo | None,
     payload: str,
     *,
     timeout: float,
@@ -292,7 +296,7 @@ def enhance_payload(
         with interruptible(getattr(session.ui, "stdin", None), session.stdin):
             return _enhance(
                 session,
-                repo_root,
+                repo,
                 payload,
                 timeout=timeout,
                 question=question,
@@ -306,17 +310,17 @@ def enhance_payload(
 
 def _enhance(
     session: Session,
-    repo_root: Path | None,
+    repo: Repo | None,
     payload: str,
     *,
     timeout: float,
     question: str,
     ask_keep_original: bool,
 ) -> Enhanced:
-    indexing = ask_indexing(session, repo_root) if repo_root is not None else False
+    indexing = ask_indexing(session, repo.root) if repo is not None else False
     while True:
         try:
-            text = run_auggie(session, repo_root, payload, indexing=indexing, timeout=timeout)
+            text = run_auggie(session, repo, payload, indexing=indexing, timeout=timeout)
             break
         except EnhanceFailure as failure:
             session.console.say(f"prompt enhancement failed: {failure.what}")
@@ -334,13 +338,15 @@ def _enhance(
     return review(session, payload, text, question=question, ask_keep_original=ask_keep_original)
 
 
-def for_launch(session: Session, repo_root: Path, payload: str) -> Enhanced:
-    """The `--prompt` step of plan: questions on a terminal, timeout from the config."""
-    timeout = timeout_from_config(repo_root)
+def for_launch(session: Session, payload: str) -> Enhanced:
+    """The `--prompt` step of plan: questions on a terminal, the Session's repository, the
+    timeout from its config."""
+    repo = session.repo
+    timeout = timeout_from_config(session.config)
     with approval_terminal(session) as asking:
         return enhance_payload(
             asking,
-            repo_root,
+            repo,
             payload,
             timeout=timeout,
             question="Launch Claude Code with this request?",
@@ -353,16 +359,16 @@ def standalone(session: Session) -> None:
     from plan_build.startup.payload import read_payload
 
     try:
-        repo_root: Path | None = session.repo.root
+        repo: Repo | None = session.repo
     except PlanBuildError:  # outside a work tree: nothing to index, no config
-        repo_root = None
-    timeout = timeout_from_config(repo_root)
+        repo = None
+    timeout = timeout_from_config(session.config if repo is not None else None)
     with approval_terminal(session) as asking:
         require_ready(session, asking.console)
         payload = read_payload(session.stdin, console=asking.console)
         result = enhance_payload(
             asking,
-            repo_root,
+            repo,
             payload,
             timeout=timeout,
             question="Print this request as the result?",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from plan_build import __version__
-from plan_build.core import config, jsonout, tools
+from plan_build.core import config, jsonout, sessionvars, tools
 from plan_build.core.context import Session
 from plan_build.core.errors import PlanBuildError
 from plan_build.core.gitrepo import Repo
@@ -33,7 +33,7 @@ def collect(session: Session) -> dict[str, Any]:
         "version": __version__,
         "repo": str(repo.root) if repo else None,
         "identity": _identity(repo),
-        "memory_mode": session.env.get("PLAN_BUILD_MEMORY_MODE") or None,
+        "memory_mode": session.env.get(sessionvars.MEMORY_MODE) or None,
         "release": {"id": res.release_id, "path": str(res.release_path)}
         if res.release_path
         else None,

@@ -13,7 +13,6 @@ from typing import Any
 from plan_build.core import locks
 from plan_build.core.errors import PlanBuildError
 from plan_build.core.gitrepo import Repo
-from plan_build.delivery.verifyrecord import ACCEPTABLE_AT_COMMIT
 
 STATE_KEYS = ("pending", "in_progress", "blocked", "review", "complete", "unknown")
 
@@ -140,11 +139,6 @@ class VerifyFacts:
     tree: str | None = None
     stale: bool | None = None  # the change moved since (None: never ran, or nothing to compare)
     problem: str | None = None
-
-    @property
-    def accepted_at_commit(self) -> bool:
-        """Failed only in ways `commit` lets the user accept at its approval."""
-        return bool(self.failed) and set(self.failed) <= ACCEPTABLE_AT_COMMIT
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -55,6 +55,7 @@ class ApprovalFacts:
     reason: str
     reviewed_tree: str | None
     current_tree: str | None
+    answer: approval_mod.Approval | None = field(default=None, compare=False, repr=False)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -206,7 +207,7 @@ def _approval(repo: Repo, env: Mapping[str, str], cwd: Path, where: _Where) -> A
         state = "unknown"
     else:
         state = "stale" if got.stale else "fresh"
-    return ApprovalFacts(state, got.workflow, got.reason, got.tree, got.current_tree)
+    return ApprovalFacts(state, got.workflow, got.reason, got.tree, got.current_tree, got)
 
 
 def gather(

@@ -9,10 +9,11 @@ Every fact a record does not hold is None, never a guess.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from plan_build.core import sessionvars
 from plan_build.core.errors import PlanBuildError
 from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline as baseline_mod
@@ -127,6 +128,7 @@ class SessionFacts:
     memory: MemoryFacts
     change: ChangeFacts | None  # None: the session belongs to another worktree
     baseline: Baseline
+    intended: intended.Change | None = field(default=None, compare=False, repr=False)
 
     @property
     def head_moved(self) -> bool:
@@ -166,8 +168,8 @@ def _memory(base: Baseline, env: Mapping[str, str]) -> MemoryFacts:
     if base.memory_mode:
         return MemoryFacts(base.memory_mode, base.memory_reason, "baseline")
     # run inside the session's Claude: the launch's environment says it (no reason recorded)
-    mode = env.get("PLAN_BUILD_MEMORY_MODE")
-    if mode in ("required", "degraded") and env.get(baseline_mod.ENV_VAR) == base.id:
+    mode = env.get(sessionvars.MEMORY_MODE)
+    if mode in sessionvars.MEMORY_MODES and env.get(sessionvars.SESSION) == base.id:
         return MemoryFacts(mode, None, "environment")
     return MemoryFacts(None, None, None)
 
@@ -198,13 +200,14 @@ def _committed_change(repo: Repo, commit: str) -> ChangeFacts | None:
     return ChangeFacts(old, tree, _files(intended.files_between(repo, old, tree)))
 
 
-def change_of(repo: Repo, base: Baseline) -> ChangeFacts | None:
+def change_of(repo: Repo, base: Baseline) -> tuple[ChangeFacts | None, intended.Change | None]:
+    """The change as the header counts it, and (uncommitted) as `commit` would plan it."""
     if base.committed:
-        return _committed_change(repo, base.committed)
+        return _committed_change(repo, base.committed), None
     if Path(base.git_dir) != repo.git_dir:
-        return None  # another worktree's session: its work tree is not this one
+        return None, None  # another worktree's session: its work tree is not this one
     change = intended.compute(repo, base)
-    return ChangeFacts(base.worktree_tree, change.tree, _files(change.files))
+    return ChangeFacts(base.worktree_tree, change.tree, _files(change.files)), change
 
 
 def gather(repo: Repo, env: Mapping[str, str], *, session_id: str | None = None) -> SessionFacts:
@@ -213,6 +216,7 @@ def gather(repo: Repo, env: Mapping[str, str], *, session_id: str | None = None)
         base = baseline_mod.current(repo, env, allow_committed=True)
     else:
         base = baseline_mod.load(repo, session_id)
+    change, planned = change_of(repo, base)
     return SessionFacts(
         id=base.id,
         mode=base.mode,
@@ -225,8 +229,9 @@ def gather(repo: Repo, env: Mapping[str, str], *, session_id: str | None = None)
         pre_existing=None if base.committed else baseline_mod.pre_existing(repo, base),
         identity=_identity(repo),
         memory=_memory(base, env),
-        change=change_of(repo, base),
+        change=change,
         baseline=base,
+        intended=planned,
     )
 
 

@@ -2,9 +2,9 @@
 
 It reads records only (baseline, review workflow files, TASKS.md and dispatch state, the
 verify record) and takes the work tree once, through the session's kept index; it starts no
-reviewer and re-runs no check. "Missing before commit" follows the refusals of `commit` in
-its own order (repository state, change, review, verification), so what the screen says is
-missing is what `commit` would refuse for.
+reviewer and re-runs no check. "Missing before commit" is `commit`'s own judgement
+(`delivery.readiness`, in commit's order) asked of the facts gathered here, so what the screen
+says is missing is what `commit` would refuse for, and nothing else (ADR 0185).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.views import progress
+from plan_build.views.missing import COMMIT, RepoNow, judged, repo_now, what_is_missing
 from plan_build.views.session import SessionFacts
 from plan_build.views.session import gather as gather_session
 
@@ -30,9 +31,6 @@ FORMAT = 1
 MAX_LINES = 30
 WIDTH = 100
 MAX_FILES = 12  # the change's files shown before "and N more" (fewer when the screen is full)
-COMMIT = "plan-build commit"
-NEW_REVIEW = "plan-build review.plan"
-PHASE = {"plan": "plan", "implement": "implementation"}
 
 
 @dataclass(frozen=True)
@@ -50,92 +48,14 @@ class StatusFacts:
         return self.session.committed is None and not self.missing
 
 
-def _review_missing(r: reviews.ReviewFacts) -> tuple[str | None, str | None]:
-    """What review still lacks for `commit`, and the command that moves it on."""
-    if r.problem:
-        return (
-            f"the review state cannot be read ({r.problem.split(': ', 1)[0]})",
-            r.next or "plan-build review.doctor",
-        )
-    if r.status == "active":
-        return f"the {PHASE.get(r.phase or '', r.phase)} review is not approved", r.next
-    a = r.approval
-    if a is None or a.workflow is None:
-        return None, None  # no review workflow at all: commit goes ahead (and says so)
-    if a.state == "fresh":
-        return None, None
-    if a.state == "stale":
-        return "the implementation review's approval is stale (the change moved since)", (
-            NEW_REVIEW
-        )
-    if a.state == "unknown":
-        return "the approval does not say which change it covered", NEW_REVIEW
-    return f"the implementation review is not approved ({a.reason})", NEW_REVIEW
-
-
-def _verify_missing(v: progress.VerifyFacts) -> str | None:
-    if v.problem:
-        return f"the verify record cannot be read ({v.problem})"
-    if not v.ran:
-        return "verify has not run on this change"
-    if v.stale:
-        return "verify ran on an earlier state of the change"
-    if not v.ok and not v.accepted_at_commit:
-        return f"verification failed ({', '.join(v.failed) or 'see plan-build verify'})"
-    return None
-
-
-def what_is_missing(
-    s: SessionFacts,
-    r: reviews.ReviewFacts,
-    t: progress.TaskFacts,
-    v: progress.VerifyFacts,
-    busy: str | None,
-) -> tuple[tuple[str, ...], str]:
-    """(what is missing, in words; the one next command) as `commit` would see it. A task in
-    progress comes first for the next command, though `commit` does not ask about tasks."""
-    if s.committed:
-        return (), "plan-build plan (the session is committed: start a new one)"
-    out: list[str] = []
-    nexts: list[str] = []
-    p = t.in_progress
-    if p is not None and p.running is False:
-        nexts.append(f"plan-build dispatch {p.id} (resumes it)")
-    elif p is not None and p.running:
-        nexts.append(f"wait for the dispatch of {p.id} to end")
-    if busy:
-        out.append(f"{busy} is in progress")
-        nexts.append("finish or abort it (git status says how)")
-    if s.head_moved:
-        out.append("HEAD moved since the baseline")
-        nexts.append(f"git reset --soft {s.baseline_commit or '<baseline>'} (or commit by hand)")
-    if s.change is not None and s.change.empty:
-        out.append("there is no intended change yet")
-    words, command = _review_missing(r)
-    if words:
-        out.append(words)
-    if command:
-        nexts.append(command)
-    if s.change is None or not s.change.empty:
-        verify = _verify_missing(v)
-        if verify:
-            out.append(verify)
-            nexts.append("plan-build verify")
-    if not out:
-        nexts.append(COMMIT)
-    elif r.workflow is None and (r.approval is None or r.approval.workflow is None):
-        nexts.append(NEW_REVIEW)  # nothing reviewed yet: a session starts with its plan
-    return tuple(out), nexts[0] if nexts else NEW_REVIEW
-
-
 class _Beside(threading.Thread):
     """Python work (parsing TASKS.md, loading the review rules) done while the main thread
     waits for git to take the work tree: `status` costs little more than it did."""
 
-    def __init__(self, work: Callable[[], progress.TaskFacts]) -> None:
+    def __init__(self, work: Callable[[], tuple[progress.TaskFacts, RepoNow]]) -> None:
         super().__init__(name="status-records", daemon=True)
         self.work = work
-        self.result = progress.TaskFacts()
+        self.result = (progress.TaskFacts(), RepoNow())
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -144,18 +64,18 @@ class _Beside(threading.Thread):
         except BaseException as exc:  # handed to the main thread, raised there
             self.error = exc
 
-    def get(self) -> progress.TaskFacts:
+    def get(self) -> tuple[progress.TaskFacts, RepoNow]:
         self.join()
         if self.error is not None:
             raise self.error
         return self.result
 
 
-def _records(repo: Repo) -> progress.TaskFacts:
+def _records(repo: Repo) -> tuple[progress.TaskFacts, RepoNow]:
     repo.names  # noqa: B018  (its `git config` runs here, beside the main thread's rev-parse)
     from plan_build.views import reviews  # noqa: F401  (loaded here, used after the snapshot)
 
-    return progress.tasks(repo)
+    return progress.tasks(repo), repo_now(repo)
 
 
 def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
@@ -166,14 +86,14 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
     except BaseException:
         beside.join()  # never left running behind an error
         raise
-    t = beside.get()
+    t, now = beside.get()
     from plan_build.views import reviews
 
     tree = s.change.tree if s.change is not None and not s.committed else None
     r = reviews.gather(repo, env, cwd, tree=tree, since=s.started_at, approval=s.committed is None)
     v = progress.verification(repo, s.id, tree)
     busy = None if s.committed else baseline_mod.busy_state(repo)
-    missing, nxt = what_is_missing(s, r, t, v, busy)
+    missing, nxt = what_is_missing(s, r, t, judged(repo, s, r, busy, now))
     return StatusFacts(s, r, t, v, busy, missing, nxt)
 
 
@@ -398,5 +318,4 @@ __all__ = [
     "lines",
     "next_line",
     "show",
-    "what_is_missing",
 ]

@@ -211,15 +211,16 @@ def _outcome(repo: Repo, env: Mapping[str, str], cwd: Path, facts: Any) -> str:
     if facts.committed:
         return f"committed as {facts.committed[:12]}"
     from plan_build.delivery import baseline as baseline_mod
-    from plan_build.views import progress, reviews, status
+    from plan_build.views import missing, progress, reviews
 
     tree = facts.change.tree if facts.change is not None else None
     r = reviews.gather(repo, env, cwd, tree=tree, since=facts.started_at)
     t = progress.tasks(repo)
-    v = progress.verification(repo, facts.id, tree)
-    # the same judgement as `status` (and `commit`): one place says what is missing
-    missing, _next = status.what_is_missing(facts, r, t, v, baseline_mod.busy_state(repo))
-    return "ready to commit" if not missing else "missing: " + "; ".join(missing)
+    # `commit`'s own judgement (delivery.readiness), as `status` asks it
+    busy = baseline_mod.busy_state(repo)
+    refused = missing.judged(repo, facts, r, busy, missing.repo_now(repo))
+    lacking, _next = missing.what_is_missing(facts, r, t, refused)
+    return "ready to commit" if not lacking else "missing: " + "; ".join(lacking)
 
 
 def _diff(repo: Repo, change: Any) -> str:
