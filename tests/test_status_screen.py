@@ -151,13 +151,28 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
     wf = start_plan_review(cli, stubs, shop)
     text, data = screen(shop)
     assert f"review: workflow {wf.name} · plan round 1 · active · step review" in text
-    assert "  reviewers: Codex findings" in text
+    assert "  reviewers: Codex findings (15 tokens)" in text  # as the stub Codex reported
     assert "  findings: 2 · open: 1 high, 1 low" in text
     assert "  decisions missing: HIGH-1, LOW-1" in text
     assert "the plan review is not approved" in text
     assert data["review"]["open"] == {"critical": 0, "high": 1, "medium": 0, "low": 1}
     assert data["review"]["reviewers"] == [
-        {"name": "codex", "result": "findings", "round": 1, "reason": None}
+        {
+            "name": "codex",
+            "result": "findings",
+            "round": 1,
+            "reason": None,
+            "usage": {
+                "input": 10,
+                "cached_input": 0,
+                "cache_write_input": 0,
+                "output": 5,
+                "reasoning_output": 0,
+                "total": 15,
+                "runs": 1,
+                "unknown_runs": 0,
+            },
+        }
     ]
     assert data["next"].startswith("write 'Decision: ACCEPT | REJECT | DEFER' under each finding")
     assert "plan-findings-r1.md" in data["next"]
@@ -185,6 +200,15 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
     assert "tasks: 3 · 1 pending, 1 review, 1 complete" in text
     assert "  last dispatch: TASK-002 → Review" in text
     assert data["tasks"]["last_dispatch"]["task"] == "TASK-002"
+    # the dispatch's tokens as the stub Codex reported them (1,200 in, 300 out)
+    assert "  tokens (last dispatch, as Codex reported): TASK-002 1,500 tokens" in text
+    [used] = data["tasks"]["usage"]
+    assert (used["task"], used["total"], used["cached_input"], used["runs"]) == (
+        "TASK-002",
+        1500,
+        200,
+        1,
+    )
     assert data["missing"] == [
         "the implementation review is not approved",
         "verify has not run on this change",
@@ -199,7 +223,7 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
     assert cli("review.approve", cwd=shop).code == 0
     text, data = screen(shop)
     assert "implementation round 1 · completed" in text
-    assert "  reviewers: Codex clean · CodeRabbit clean" in text
+    assert "  reviewers: Codex clean (15 tokens) · CodeRabbit clean" in text
     assert "  approval: fresh · " in text
     assert data["review"]["approval"]["state"] == "fresh"
     assert data["missing"] == ["verify has not run on this change"]
@@ -297,7 +321,7 @@ def test_a_skipped_reviewer_is_never_shown_clean(shop: Path, stubs: Stubs, cli) 
     assert cli("review", cwd=shop).code == 6
 
     text, data = screen(shop)
-    assert "Codex clean · CodeRabbit skipped (rate limited" in text
+    assert "Codex clean (15 tokens) · CodeRabbit skipped (rate limited" in text
     rabbit = next(r for r in data["review"]["reviewers"] if r["name"] == "coderabbit")
     assert rabbit["result"] == "skipped"
     assert data["review"]["waivable"]  # only the user may approve past it

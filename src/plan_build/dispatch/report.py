@@ -7,8 +7,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from plan_build import clock, proc
-from plan_build.dispatch import taskfile, telemetry
+from plan_build import clock, codexusage, proc
+from plan_build.dispatch import taskfile
 from plan_build.dispatch.evidence import Header, human_seconds, next_step
 from plan_build.dispatch.results import REASONS, Attempt
 from plan_build.dispatch.taskmodel import REVIEW, Task
@@ -148,7 +148,6 @@ def dispatch_record(
         "corrections": max(0, used - 1),
         "exhausted": reason == "corrections_exhausted",
         "seconds": round(seconds, 3),
-        "tokens": telemetry.sum_tokens(a.events.tokens for a in attempts)
-        if attempts
-        else telemetry.UNKNOWN,
+        # the runs that reported usage, summed, and how many did not (docs/adr/0175)
+        "usage_sum": codexusage.summed(a.events.usage for a in attempts).as_json(),
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from plan_build import locks
+from plan_build import codexusage, locks
 from plan_build.delivery.verifyrecord import ACCEPTABLE_AT_COMMIT
 from plan_build.errors import PlanBuildError
 from plan_build.gitrepo import Repo
@@ -49,6 +49,9 @@ class TaskFacts:
     others_in_progress: int = 0
     last_dispatch: dict[str, Any] | None = None  # task, status, reason, at
     problem: str | None = None
+    # per dispatched task, in TASKS.md's order: the token use of its last dispatch, as Codex
+    # reported it (a dispatch recorded before plan-build kept it: unknown)
+    usage: tuple[tuple[str, codexusage.Summed], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -58,6 +61,7 @@ class TaskFacts:
             "in_progress": self.in_progress.as_json() if self.in_progress else None,
             "last_dispatch": self.last_dispatch,
             "problem": self.problem,
+            "usage": [{"task": task, **summed.as_json()} for task, summed in self.usage],
         }
 
 
@@ -83,12 +87,18 @@ def _running(repo: Repo, task_id: str) -> tuple[int | None, str | None, bool | N
     )
 
 
-def _last_dispatch(repo: Repo, ids: list[str]) -> dict[str, Any] | None:
+def _last_dispatch(
+    repo: Repo, ids: list[str]
+) -> tuple[dict[str, Any] | None, tuple[tuple[str, codexusage.Summed], ...]]:
+    """The newest dispatch's end, and each dispatched task's token use (last dispatch)."""
     from plan_build.dispatch import taskstate
 
     newest: dict[str, Any] | None = None
+    usage: list[tuple[str, codexusage.Summed]] = []
     for task_id in ids:
         last = taskstate.last(repo, task_id)
+        if last:
+            usage.append((task_id, codexusage.sum_from_json(last.get("usage_sum"))))
         at = last.get("at")
         if isinstance(at, str) and (newest is None or at > newest["at"]):
             newest = {
@@ -97,7 +107,7 @@ def _last_dispatch(repo: Repo, ids: list[str]) -> dict[str, Any] | None:
                 "reason": last.get("reason"),
                 "at": at,
             }
-    return newest
+    return newest, tuple(usage)
 
 
 def tasks(repo: Repo) -> TaskFacts:
@@ -118,14 +128,16 @@ def tasks(repo: Repo) -> TaskFacts:
         if busy:
             attempt, role, alive = _running(repo, busy[0].id)
             current = InProgress(busy[0].id, busy[0].title, attempt, role, alive)
+        last, usage = _last_dispatch(repo, [t.id for t in tf.tasks])
         return TaskFacts(
             present=True,
             total=len(tf.tasks),
             counts=counts,
             in_progress=current,
             others_in_progress=max(0, len(busy) - 1),
-            last_dispatch=_last_dispatch(repo, [t.id for t in tf.tasks]),
+            last_dispatch=last,
             problem=f"{len(tf.errors)} problem(s) in {taskfile.FILENAME}" if tf.errors else None,
+            usage=usage,
         )
     except PlanBuildError as exc:
         return TaskFacts(present=True, problem=exc.what)

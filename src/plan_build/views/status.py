@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from plan_build import codexusage
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.gitrepo import Repo
 from plan_build.views import progress
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 FORMAT = 1
 MAX_LINES = 30
 WIDTH = 100
+MAX_USAGE = 4  # tasks whose token use the screen names (all of them in --json)
 MAX_FILES = 12  # the change's files shown before "and N more" (fewer when the screen is full)
 COMMIT = "plan-build commit"
 NEW_REVIEW = "plan-build review.plan"
@@ -256,6 +258,8 @@ def _review(f: StatusFacts) -> list[str]:
                 result += f" ({rv.reason})"
             if rv.round != r.round:
                 result += f" in round {rv.round}"
+            if rv.usage is not None:
+                result += f" ({codexusage.short_sum(rv.usage)})"
             parts.append(f"{name} {result}")
         lines.append("  reviewers: " + " · ".join(parts))
     if r.findings:
@@ -293,6 +297,14 @@ def _tasks(f: StatusFacts) -> list[str]:
     elif t.last_dispatch:
         d = t.last_dispatch
         lines.append(f"  last dispatch: {d['task']} → {d['status']} ({d['reason']})")
+    if t.usage:
+        shown = [f"{task} {codexusage.short_sum(used)}" for task, used in t.usage[:MAX_USAGE]]
+        more = len(t.usage) - MAX_USAGE
+        lines.append(
+            "  tokens (last dispatch, as Codex reported): "
+            + " · ".join(shown)
+            + (f" · and {more} more (status --json)" if more > 0 else "")
+        )
     return lines
 
 
