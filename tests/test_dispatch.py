@@ -191,9 +191,10 @@ def test_telemetry_records_the_dispatch_with_reported_usage(repo: Path, stubs: S
     assert summary["exhausted"] is False
     assert summary["usage_sum"]["total"] == 1500
     assert (summary["usage_sum"]["runs"], summary["usage_sum"]["unknown_runs"]) == (1, 0)
-    assert "1,500 tokens (in 1,200, cached 200, out 300, reasoning 40)" in (
-        repo / "TASKS.md"
-    ).read_text()
+    assert (
+        "1,500 tokens (in 1,200, cached 200, out 300, reasoning 40)"
+        in (repo / "TASKS.md").read_text()
+    )
     # no prompt text, no output, no environment in the log
     raw = (state_dir(repo) / "telemetry" / "dispatch.jsonl").read_text()
     assert "Paginate" not in raw

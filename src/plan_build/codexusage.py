@@ -248,7 +248,7 @@ def short(usage: Usage) -> str:
 def short_sum(s: Summed) -> str:
     """`short` for several runs, naming those that reported nothing: `1,290 tokens`,
     `1,290 tokens + 1 run unknown`, `tokens unknown`."""
-    if s.runs == 0 or s.unknown_runs == s.runs:
+    if s.runs in (0, s.unknown_runs):
         return "tokens unknown"
     text = short(s.usage)
     if s.unknown_runs:
@@ -258,7 +258,7 @@ def short_sum(s: Summed) -> str:
 
 def words_sum(s: Summed) -> str:
     """`words` for several runs, naming those that reported nothing."""
-    if s.runs == 0 or s.unknown_runs == s.runs:
+    if s.runs in (0, s.unknown_runs):
         return "unknown"
     text = words(s.usage)
     if s.unknown_runs:

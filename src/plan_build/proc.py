@@ -225,7 +225,7 @@ def _execute(
     lifeline: int | None = None
     stdout: int | None = None
     if stdout_file is not None:
-        stdout = os.open(stdout_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        stdout = _open_output(stdout_file)
     try:
         if supervised:
             child, lifeline = _start_supervised(args, cwd=cwd, env=env, text=text, stdout=stdout)
@@ -253,6 +253,18 @@ def _execute(
         if lifeline is not None:
             os.close(lifeline)  # EOF: the supervisor stops whatever is left of the tree
     return args, child.returncode, out, err, time.monotonic() - started
+
+
+def _open_output(path: Path) -> int:
+    """A command's output file, created 0600 or emptied; never through a symlink."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise PlanBuildError(
+            f"cannot write the command's output to {path} ({exc.strerror or exc})",
+            "check that the folder is writable and the file is not a symlink, then run again",
+            code=ExitCode.BLOCKED,
+        ) from exc
 
 
 def _start(

@@ -43,7 +43,6 @@ class CodexEvents:
     git_commands: list[str] = field(default_factory=list)  # git commands that change state
 
 
-
 # A command Codex could not run because its sandbox failed to start. Linux (bubblewrap and
 # landlock): e.g. "bwrap: Creating new namespace failed: ... (ENOSPC)". macOS (Seatbelt, which
 # Codex runs as /usr/bin/sandbox-exec, codex-rs/core/README.md): sandbox-exec itself prints only

@@ -235,6 +235,18 @@ def _change(f: StatusFacts, room: int) -> list[str]:
 _NAMES = {"codex": "Codex", "coderabbit": "CodeRabbit"}
 
 
+def _reviewer(rv: reviews.ReviewerResult, current: int | None) -> str:
+    """`Codex findings (1,290 tokens)`, `CodeRabbit skipped (rate limited) in round 1`."""
+    result = rv.result or "result unknown"
+    if rv.result in ("failed", "skipped") and rv.reason:
+        result += f" ({rv.reason})"
+    if rv.round != current:
+        result += f" in round {rv.round}"
+    if rv.usage is not None:
+        result += f" ({codexusage.short_sum(rv.usage)})"
+    return f"{_NAMES.get(rv.name, rv.name)} {result}"
+
+
 def _review(f: StatusFacts) -> list[str]:
     r = f.review
     if r.problem:
@@ -250,18 +262,7 @@ def _review(f: StatusFacts) -> list[str]:
     where = f"active · step {r.step}" if r.status == "active" else r.status
     lines = [f"review: workflow {r.workflow} · {r.label} · {where}"]
     if r.reviewers:
-        parts = []
-        for rv in r.reviewers:
-            name = _NAMES.get(rv.name, rv.name)
-            result = rv.result or "result unknown"
-            if rv.result in ("failed", "skipped") and rv.reason:
-                result += f" ({rv.reason})"
-            if rv.round != r.round:
-                result += f" in round {rv.round}"
-            if rv.usage is not None:
-                result += f" ({codexusage.short_sum(rv.usage)})"
-            parts.append(f"{name} {result}")
-        lines.append("  reviewers: " + " · ".join(parts))
+        lines.append("  reviewers: " + " · ".join(_reviewer(rv, r.round) for rv in r.reviewers))
     if r.findings:
         opened = ", ".join(f"{n} {sev}" for sev, n in r.open_by_severity.items() if n)
         lines.append(f"  findings: {r.findings} · open: {opened or 'none'}")
