@@ -75,10 +75,11 @@ class Usage:
         return {**{name: getattr(self, name) for name in NAMES}, "total": self.total}
 
     def plus(self, other: Usage) -> Usage:
-        """Field by field; a field unknown on either side is unknown in the sum."""
+        """Field by field; a field unknown on either side is unknown in the sum (so is a sum
+        past MAX_TOKENS, which no record would read back as a count)."""
         return Usage(
             **{
-                name: None if a is None or b is None else a + b
+                name: None if a is None or b is None else count(a + b)
                 for name in NAMES
                 for a, b in [(getattr(self, name), getattr(other, name))]
             }
