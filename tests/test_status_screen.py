@@ -201,7 +201,7 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
     assert "  last dispatch: TASK-002 → Review" in text
     assert data["tasks"]["last_dispatch"]["task"] == "TASK-002"
     # the dispatch's tokens as the stub Codex reported them (1,200 in, 300 out)
-    assert "  tokens (last dispatch, as Codex reported): TASK-002 1,500 tokens" in text
+    assert "  tokens (last dispatch): TASK-002 1,500 tokens" in text
     [used] = data["tasks"]["usage"]
     assert (used["task"], used["total"], used["cached_input"], used["runs"]) == (
         "TASK-002",

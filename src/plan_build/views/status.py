@@ -302,7 +302,7 @@ def _tasks(f: StatusFacts) -> list[str]:
         shown = [f"{task} {codexusage.short_sum(used)}" for task, used in t.usage[:MAX_USAGE]]
         more = len(t.usage) - MAX_USAGE
         lines.append(
-            "  tokens (last dispatch, as Codex reported): "
+            "  tokens (last dispatch): "
             + " · ".join(shown)
             + (f" · and {more} more (status --json)" if more > 0 else "")
         )
