@@ -366,8 +366,9 @@ def test_a_review_round_keeps_codexs_usage_per_reviewer(
         "runs": 1,
         "unknown_runs": 0,
     }
-    status = json.loads(cli("review.status", "--json", cwd=project).stdout)
-    assert status is not None
+    status = cli("review.status", "--json", cwd=project)
+    assert json.loads(status.stdout)["reviewers"]["codex"]["usage"] == used
+    assert "reviewed · 15 tokens" in cli("review.status", cwd=project).stderr
 
 
 def test_a_retried_review_counts_both_runs(project: Path, stubs: Any, cli: Any) -> None:
