@@ -15,7 +15,6 @@ the run's token use (`codexusage`), kept in the round record.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,21 +56,6 @@ def command(out: Path, prompt: str, model: str | None) -> tuple[list[str], str |
     if len(prompt.encode("utf-8")) > ARG_LIMIT:
         return [*argv, "-"], prompt
     return [*argv, prompt], None
-
-
-def events(stdout: str) -> list[dict[str, Any]]:
-    out = []
-    for raw in stdout.splitlines():
-        line = raw.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(event, dict):
-            out.append(event)
-    return out
 
 
 @dataclass
@@ -215,7 +199,6 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "Scan",
     "command",
-    "events",
     "model_from",
     "review",
     "run_once",
