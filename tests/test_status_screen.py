@@ -335,9 +335,15 @@ def test_the_task_in_progress_and_its_attempt(shop: Path) -> None:
     tasks_md.write_text(tasks_md.read_text().replace("Status: Pending", "Status: In Progress", 1))
     r = gitrepo.discover(shop)
     taskstate.start_running(r, "TASK-002", "d1", "0" * 40, "2026-12-03T10:00:00Z")
-    taskstate.save_running(r, "TASK-002", attempts=2, role="correction", pid=2**22 + 7)
+    first = {"input": 1200, "output": 300, "total": 1500, "runs": 1, "unknown_runs": 0}
+    taskstate.save_running(
+        r, "TASK-002", attempts=2, role="correction", pid=2**22 + 7, usage_sum=first
+    )
     text, data = screen(shop)
-    assert "  in progress: TASK-002 Paginate the audit log · attempt 2 (correction)" in text
+    assert (
+        "  in progress: TASK-002 Paginate the audit log · attempt 2 (correction)"
+        " · 1,500 tokens so far" in text
+    )
     assert "  its dispatch is not running: plan-build dispatch TASK-002 resumes it" in text
     assert data["next"] == "plan-build dispatch TASK-002 (resumes it)"
     assert data["tasks"]["in_progress"] == {
@@ -346,6 +352,16 @@ def test_the_task_in_progress_and_its_attempt(shop: Path) -> None:
         "attempt": 2,
         "role": "correction",
         "running": False,
+        "usage": {
+            "input": 1200,
+            "cached_input": None,  # not in the record: unknown
+            "cache_write_input": None,
+            "output": 300,
+            "reasoning_output": None,
+            "total": 1500,
+            "runs": 1,
+            "unknown_runs": 0,
+        },
     }
     taskstate.save_running(r, "TASK-002", pid=os.getpid())  # a live dispatch: wait for it
     text, data = screen(shop)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from plan_build import clock
+from plan_build import clock, codexusage
 from plan_build.context import Session
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import memslot, prompts, report, taskfile, telemetry
@@ -107,6 +107,14 @@ class InFlight:
             attempts=self.attempts,
             seconds=time.monotonic() - self.started,
         )
+
+    def usage_sum(self) -> dict[str, Any]:
+        """The dispatch's runs' token use as Codex reported it (ADR 0175)."""
+        return codexusage.summed(a.events.usage for a in self.attempts).as_json()
+
+    def usage_so_far(self) -> dict[str, Any]:
+        """`usage_sum` of the runs that finished (the last attempt is about to run)."""
+        return codexusage.summed(a.events.usage for a in self.attempts[:-1]).as_json()
 
     def end_attempt(self, task: Task, attempt: Attempt, outcome: str) -> None:
         attempt.outcome = outcome

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from plan_build import codexusage, interrupts
+from plan_build import interrupts
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import report, taskfile, taskstate
 from plan_build.dispatch.evidence import (
@@ -21,11 +21,6 @@ from plan_build.dispatch.results import DispatchResult
 from plan_build.dispatch.scope import Scope
 from plan_build.dispatch.taskmodel import BLOCKED, IN_PROGRESS, Task
 from plan_build.errors import PlanBuildError
-
-
-def _usage(d: InFlight) -> dict[str, object]:
-    """The dispatch's token use for its task's state (what `status` shows per task)."""
-    return codexusage.summed(a.events.usage for a in d.attempts).as_json()
 
 
 def finish(d: InFlight, task: Task, status: str, reason: str, baseline: str) -> DispatchResult:
@@ -57,8 +52,9 @@ def finish(d: InFlight, task: Task, status: str, reason: str, baseline: str) -> 
             f"plan-build: warning: could not record the outcome in {taskfile.FILENAME} "
             f"({exc.what}); the evidence is in {d.run_dir / 'evidence.md'}"
         )
-    last = {"dispatch": d.dispatch_id, "status": status, "reason": reason, "usage_sum": _usage(d)}
-    taskstate.record_end(d.repo, task.id, {**last, "digest": digest})
+    last = {"dispatch": d.dispatch_id, "status": status, "reason": reason}
+    # the dispatch's tokens go with its outcome: what `status` shows for the task
+    taskstate.record_end(d.repo, task.id, {**last, "digest": digest, "usage_sum": d.usage_sum()})
     d.log(d.dispatch_record(task, status, reason))
     report.say_outcome(d.console, task, status, reason, d.attempts)
     return d.result(status, reason, changed)
@@ -120,7 +116,7 @@ def failed(d: InFlight, task: Task, exc: PlanBuildError) -> None:
             "dispatch": d.dispatch_id,
             "status": BLOCKED,
             "reason": "error",
-            "usage_sum": _usage(d),
+            "usage_sum": d.usage_sum(),
         }
         taskstate.record_end(d.repo, task.id, last)
     with contextlib.suppress(Exception):

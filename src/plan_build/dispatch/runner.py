@@ -278,6 +278,7 @@ class Dispatcher:
             role=role,
             before=list(before),
             ignored=taskstate.ignored_for_resume(ignored),
+            usage_sum=d.usage_so_far(),  # the finished runs' tokens, for `status`
         )
         d.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
         d.phase = f"attempt {number} (codex)"

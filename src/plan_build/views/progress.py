@@ -29,6 +29,7 @@ class InProgress:
     attempt: int | None  # the Codex run in progress (1: first, 2+: corrections)
     role: str | None
     running: bool | None  # its dispatch process is alive (None: no dispatch state)
+    usage: codexusage.Summed | None = None  # its finished runs' tokens (None: not recorded)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -37,6 +38,7 @@ class InProgress:
             "attempt": self.attempt,
             "role": self.role,
             "running": self.running,
+            "usage": self.usage.as_json() if self.usage is not None else None,
         }
 
 
@@ -65,12 +67,15 @@ class TaskFacts:
         }
 
 
-def _running(repo: Repo, task_id: str) -> tuple[int | None, str | None, bool | None]:
+def _running(
+    repo: Repo, task_id: str
+) -> tuple[int | None, str | None, bool | None, codexusage.Summed | None]:
     from plan_build.dispatch import taskstate
 
     running = taskstate.read(repo, task_id).get("running")
     if not isinstance(running, dict):
-        return None, None, None
+        return None, None, None, None
+    used = running.get("usage_sum")
     attempt = running.get("attempts")
     pid = running.get("pid")
     alive = None
@@ -84,6 +89,7 @@ def _running(repo: Repo, task_id: str) -> tuple[int | None, str | None, bool | N
         attempt if isinstance(attempt, int) and attempt > 0 else None,
         running.get("role") if isinstance(running.get("role"), str) else None,
         alive,
+        codexusage.sum_from_json(used) if isinstance(used, dict) else None,
     )
 
 
@@ -126,8 +132,8 @@ def tasks(repo: Repo) -> TaskFacts:
         busy = [t for t in tf.tasks if t.status == IN_PROGRESS]
         current = None
         if busy:
-            attempt, role, alive = _running(repo, busy[0].id)
-            current = InProgress(busy[0].id, busy[0].title, attempt, role, alive)
+            attempt, role, alive, used = _running(repo, busy[0].id)
+            current = InProgress(busy[0].id, busy[0].title, attempt, role, alive, used)
         last, usage = _last_dispatch(repo, [t.id for t in tf.tasks])
         return TaskFacts(
             present=True,

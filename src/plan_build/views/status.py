@@ -292,6 +292,8 @@ def _tasks(f: StatusFacts) -> list[str]:
         attempt = f"attempt {p.attempt}" if p.attempt else "attempt unknown"
         if p.role:
             attempt += f" ({p.role})"
+        if p.usage is not None and p.usage.runs:
+            attempt += f" · {codexusage.short_sum(p.usage)} so far"
         lines.append(f"  in progress: {p.id} {p.title} · {attempt}")
         if p.running is False:
             lines.append(f"  its dispatch is not running: plan-build dispatch {p.id} resumes it")
