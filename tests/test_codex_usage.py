@@ -430,3 +430,47 @@ def test_the_report_shows_numbers_where_codex_gave_them_and_unknown_elsewhere() 
 
 def report_view_templates() -> Path:
     return Path(__file__).resolve().parents[1] / "templates"
+
+
+def test_a_resumed_dispatch_keeps_the_dead_processs_tokens_and_counts_the_killed_run(
+    repo: Path, stubs: Any, cli: Any
+) -> None:
+    """Attempt 1 finishes (1,500 tokens), attempt 2 is killed with its dispatch before Codex
+    printed anything; the resumed dispatch's attempt 3 reports 1,500. Its sum holds all three
+    runs: the dead process's as it saved them, the killed one as unknown."""
+    import signal
+    import subprocess
+    import time
+
+    make_plan(repo)
+    codex_edits(stubs, {"src/app.py": "not yet\n"}, times=1)
+    stubs.rule("codex", {"match": ["exec"], "sleep": 60, "times": 1})
+    rules = json.loads((stubs.home / "codex.json").read_text())  # attempt 1 edits, 2 hangs
+    (stubs.home / "codex.json").write_text(json.dumps([rules[1], rules[0], *rules[2:]]))
+    child = subprocess.Popen(
+        [sys.executable, "-m", "plan_build", "dispatch", "TASK-002"],
+        cwd=repo,
+        env=dict(os.environ, **DEGRADED),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while len(dispatch_support.codex_runs(stubs)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    assert "resuming dispatch" in r.stderr
+    [summary] = [d for d in records(repo, "dispatch") if d["outcome"] == "Review"]
+    used = summary["usage_sum"]
+    assert (used["total"], used["runs"], used["unknown_runs"]) == (3000, 3, 1)
+    assert cli("baseline", cwd=repo).code == 0
+    [task] = json.loads(cli("status", "--json", cwd=repo).stdout)["tasks"]["usage"]
+    assert (task["task"], task["total"], task["unknown_runs"]) == ("TASK-002", 3000, 1)

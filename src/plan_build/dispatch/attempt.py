@@ -141,7 +141,7 @@ def run_codex(
     argv = codex_argv(recipe, attempt.role, out, prompt)
     # the `--json` stream goes straight to the run folder and is read from there a line at a
     # time: it can be large (every command's output), and is never held whole in memory
-    events = run_dir / f"attempt-{attempt.number}.events.jsonl"
+    events = events_path(run_dir, attempt.number)
     started = time.monotonic()
     try:
         done = proc.run(
@@ -162,12 +162,21 @@ def run_codex(
     except proc.CommandTimeout:
         attempt.timed_out = True
     attempt.codex_seconds = time.monotonic() - started
-    attempt.events = telemetry.parse_file(events)
+    attempt.events = events_of(run_dir, attempt.number)
     try:
         message = out.read_text(encoding="utf-8", errors="replace")
     except OSError:
         message = ""
     attempt.final_message = message.strip() or (attempt.events.final_message or "")
+
+
+def events_path(run_dir: Path, number: int) -> Path:
+    return run_dir / f"attempt-{number}.events.jsonl"
+
+
+def events_of(run_dir: Path, number: int) -> telemetry.CodexEvents:
+    """What Codex's run `number` printed, read from its stream file (none: nothing)."""
+    return telemetry.parse_file(events_path(run_dir, number))
 
 
 def _blank(path: Path) -> bool:

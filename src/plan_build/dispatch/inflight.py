@@ -106,15 +106,25 @@ class InFlight:
             slot=self.slot.state,
             attempts=self.attempts,
             seconds=time.monotonic() - self.started,
+            usage_sum=self.usage_sum(),
         )
 
     def usage_sum(self) -> dict[str, Any]:
-        """The dispatch's runs' token use as Codex reported it (ADR 0175)."""
-        return codexusage.summed(a.events.usage for a in self.attempts).as_json()
+        """The dispatch's runs' token use as Codex reported it (ADR 0175), those of the
+        process a resumed dispatch continues included."""
+        return self._usage(self.attempts)
 
     def usage_so_far(self) -> dict[str, Any]:
         """`usage_sum` of the runs that finished (the last attempt is about to run)."""
-        return codexusage.summed(a.events.usage for a in self.attempts[:-1]).as_json()
+        return self._usage(self.attempts[:-1])
+
+    def _usage(self, attempts: list[Attempt]) -> dict[str, Any]:
+        mine = codexusage.summed(a.events.usage for a in attempts)
+        # a resumed dispatch: the runs the dead process had finished, as it saved them
+        earlier = (self.resumed or {}).get("usage_sum")
+        if not isinstance(earlier, dict):
+            return mine.as_json()
+        return codexusage.combined([codexusage.sum_from_json(earlier), mine]).as_json()
 
     def end_attempt(self, task: Task, attempt: Attempt, outcome: str) -> None:
         attempt.outcome = outcome

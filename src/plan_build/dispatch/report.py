@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from plan_build import clock, codexusage, proc
+from plan_build import clock, proc
 from plan_build.dispatch import taskfile
 from plan_build.dispatch.evidence import Header, human_seconds, next_step
 from plan_build.dispatch.results import REASONS, Attempt
@@ -137,6 +137,7 @@ def dispatch_record(
     slot: str,
     attempts: list[Attempt],
     seconds: float,
+    usage_sum: dict[str, Any],
 ) -> dict[str, Any]:
     used = attempts[-1].number if attempts else 0
     return {
@@ -149,5 +150,5 @@ def dispatch_record(
         "exhausted": reason == "corrections_exhausted",
         "seconds": round(seconds, 3),
         # the runs that reported usage, summed, and how many did not (docs/adr/0175)
-        "usage_sum": codexusage.summed(a.events.usage for a in attempts).as_json(),
+        "usage_sum": usage_sum,
     }

@@ -240,6 +240,7 @@ class Dispatcher:
         role = str(running.get("role") or recipes.IMPLEMENTER)
         r = d.recipe.role(role)
         dead = Attempt(d.used, role, r.model, r.reasoning)
+        dead.events = codex.events_of(d.run_dir, d.used)  # what it printed before it died
         dead.notes.append(
             f"the dispatch running this attempt stopped (pid {running.get('pid', '?')}); "
             "its changes were checked when the dispatch resumed"
