@@ -157,10 +157,32 @@ def bench_events() -> None:
     stream = "\n".join(
         [line] * 10_000 + [json.dumps({"type": "turn.completed", "usage": {"input_tokens": 1}})]
     )
-    report(
-        "read a 10,000-event Codex --json stream",
-        timed(lambda: telemetry.parse_events(stream)),
-        "< 100 ms",
+    in_memory = timed(lambda: telemetry.parse_events(stream))
+    report("read a 10,000-event Codex --json stream", in_memory, "< 100 ms")
+    with tempfile.TemporaryDirectory(prefix="plan-build-bench-") as tmp:
+        path = Path(tmp) / "events.jsonl"
+        path.write_text(stream, encoding="utf-8")
+        from_file = timed(lambda: telemetry.parse_file(path))
+        big = Path(tmp) / "big.jsonl"
+        output = json.dumps({"type": "item.completed", "item": {"text": "x" * 10_000}}) + "\n"
+        big.write_text(output * 2_000 + stream, encoding="utf-8")
+        import tracemalloc
+
+        tracemalloc.start()
+        telemetry.parse_file(big)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        size = big.stat().st_size
+    print(
+        f"{'peak memory reading a 20 MB stream from its file':<58} "
+        f"{peak / 1024:9.0f} KiB (beside the file's {size / 1024:.0f} KiB: ratio "
+        f"{peak / max(size, 1):.3f})"
+    )
+    # dispatch and review read the stream from its file a line at a time (ADR 0175)
+    print(
+        f"{'the same stream read from its file, a line at a time':<58} "
+        f"{from_file * 1000:9.1f} ms   (beside the in-memory read: ratio "
+        f"{from_file / in_memory:.2f})"
     )
 
 

@@ -173,8 +173,15 @@ def test_telemetry_records_the_dispatch_with_reported_usage(repo: Path, stubs: S
     assert attempt["reasoning"] == "high"
     assert attempt["codex"]["exit"] == 0
     assert attempt["codex"]["thread_id"] == "01a22a0c-1f0b-7461-8cfe-43e314f760ae"
-    assert attempt["tokens"]["input_tokens"] == 1200
-    assert attempt["tokens"]["output_tokens"] == 300
+    # Codex's own figures, each field as it reported it, and input + output as the total
+    assert attempt["usage"] == {
+        "input": 1200,
+        "cached_input": 200,
+        "cache_write_input": 0,
+        "output": 300,
+        "reasoning_output": 40,
+        "total": 1500,
+    }
     assert attempt["verification"]["passed"] is True
     assert attempt["recipe"] == {
         "id": recipes.RECIPE.id,
@@ -184,6 +191,12 @@ def test_telemetry_records_the_dispatch_with_reported_usage(repo: Path, stubs: S
     assert summary["outcome"] == "Review"
     assert summary["attempts"] == 1
     assert summary["exhausted"] is False
+    assert summary["usage_sum"]["total"] == 1500
+    assert (summary["usage_sum"]["runs"], summary["usage_sum"]["unknown_runs"]) == (1, 0)
+    assert (
+        "1,500 tokens (in 1,200, cached 200, out 300, reasoning 40)"
+        in (repo / "TASKS.md").read_text()
+    )
     # no prompt text, no output, no environment in the log
     raw = (state_dir(repo) / "telemetry" / "dispatch.jsonl").read_text()
     assert "Paginate" not in raw
@@ -217,8 +230,9 @@ def test_token_usage_missing_from_the_stream_is_unknown(repo: Path, stubs: Stubs
     assert cli("dispatch", "TASK-002", cwd=repo, env=DEGRADED).code == 0
 
     [attempt] = records(repo, "attempt")
-    assert attempt["tokens"] == "unknown"
-    assert records(repo, "dispatch")[0]["tokens"] == "unknown"
+    assert attempt["usage"] is None  # unknown, never 0
+    summed = records(repo, "dispatch")[0]["usage_sum"]
+    assert (summed["total"], summed["runs"], summed["unknown_runs"]) == (None, 1, 1)
     assert "tokens unknown" in (repo / "TASKS.md").read_text()
 
 
@@ -441,7 +455,7 @@ def test_codex_printing_nothing_is_blocked(repo: Path, stubs: Stubs, cli) -> Non
     assert r.code == 6
     assert "Codex printed no events" in r.stderr
     attempt = records(repo, "attempt")[0]
-    assert attempt["tokens"] == "unknown"
+    assert attempt["usage"] is None
     assert attempt["codex"]["thread_id"] == "unknown"
 
 

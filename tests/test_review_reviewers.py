@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from plan_build.core import codexusage
 from plan_build.core.ui import Console
 from plan_build.review import coderabbit, codex
 from plan_build.review.reviewers import (
@@ -158,9 +159,12 @@ def test_coderabbit_command_by_cli_generation() -> None:
     assert coderabbit.command(None)[2] == "--plain"
 
 
-def test_codex_events_parse_ignores_noise() -> None:
-    stdout = "WARNING: proceeding\n" + json.dumps({"type": "turn.started"}) + "\n{broken\n"
-    assert codex.events(stdout) == [{"type": "turn.started"}]
+def test_codex_events_parse_ignores_noise(tmp_path: Path) -> None:
+    stream = tmp_path / "codex-last-message.events.jsonl"
+    stream.write_text(
+        "WARNING: proceeding\n" + json.dumps({"type": "turn.started"}) + "\n{broken\n"
+    )
+    assert list(codexusage.events(stream)) == [{"type": "turn.started"}]
 
 
 @pytest.mark.parametrize(

@@ -168,11 +168,15 @@ def test_state_file_error_is_a_plan_build_error() -> None:
 
 
 def test_tool_output_and_log_lines_nested_too_deep_are_skipped_not_a_crash(tmp_path: Path) -> None:
+    from plan_build.core import codexusage
     from plan_build.dispatch import telemetry
-    from plan_build.review import coderabbit, codex
+    from plan_build.review import coderabbit
 
     deep = '{"a":' + DEEP + "}"
-    assert codex.events(deep + '\n{"type": "done"}\n') == [{"type": "done"}]
+    stream = tmp_path / "events.jsonl"
+    stream.write_text(deep + '\n{"type": "done"}\n')
+    assert list(codexusage.events(stream)) == [{"type": "done"}]
+    assert telemetry.parse_file(stream).unparsable == 1
     assert coderabbit._json_lines(deep) is None
     assert telemetry.parse_events(deep + "\n").unparsable == 1
     log = telemetry.log_path(tmp_path)

@@ -153,13 +153,28 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
     wf = start_plan_review(cli, stubs, shop)
     text, data = screen(shop)
     assert f"review: workflow {wf.name} · plan round 1 · active · step review" in text
-    assert "  reviewers: Codex findings" in text
+    assert "  reviewers: Codex findings (15 tokens)" in text  # as the stub Codex reported
     assert "  findings: 2 · open: 1 high, 1 low" in text
     assert "  decisions missing: HIGH-1, LOW-1" in text
     assert "the plan review is not approved" in text
     assert data["review"]["open"] == {"critical": 0, "high": 1, "medium": 0, "low": 1}
     assert data["review"]["reviewers"] == [
-        {"name": "codex", "result": "findings", "round": 1, "reason": None}
+        {
+            "name": "codex",
+            "result": "findings",
+            "round": 1,
+            "reason": None,
+            "usage": {
+                "input": 10,
+                "cached_input": 0,
+                "cache_write_input": 0,
+                "output": 5,
+                "reasoning_output": 0,
+                "total": 15,
+                "runs": 1,
+                "unknown_runs": 0,
+            },
+        }
     ]
     assert data["next"].startswith("write 'Decision: ACCEPT | REJECT | DEFER' under each finding")
     assert "plan-findings-r1.md" in data["next"]
@@ -187,6 +202,15 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
     assert "tasks: 3 · 1 pending, 1 review, 1 complete" in text
     assert "  last dispatch: TASK-002 → Review" in text
     assert data["tasks"]["last_dispatch"]["task"] == "TASK-002"
+    # the dispatch's tokens as the stub Codex reported them (1,200 in, 300 out)
+    assert "  tokens (last dispatch): TASK-002 1,500 tokens" in text
+    [used] = data["tasks"]["usage"]
+    assert (used["task"], used["total"], used["cached_input"], used["runs"]) == (
+        "TASK-002",
+        1500,
+        200,
+        1,
+    )
     assert data["missing"] == [  # in commit's order: verification, then review
         "verify has not run on this change",
         "the implementation review is not approved",
@@ -201,7 +225,7 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
     assert cli("review.approve", cwd=shop).code == 0
     text, data = screen(shop)
     assert "implementation round 1 · completed" in text
-    assert "  reviewers: Codex clean · CodeRabbit clean" in text
+    assert "  reviewers: Codex clean (15 tokens) · CodeRabbit clean" in text
     assert "  approval: fresh · " in text
     assert data["review"]["approval"]["state"] == "fresh"
     assert data["missing"] == ["verify has not run on this change"]
@@ -304,7 +328,7 @@ def test_a_skipped_reviewer_is_never_shown_clean(shop: Path, stubs: Stubs, cli) 
     assert cli("review", cwd=shop).code == 6
 
     text, data = screen(shop)
-    assert "Codex clean · CodeRabbit skipped (rate limited" in text
+    assert "Codex clean (15 tokens) · CodeRabbit skipped (rate limited" in text
     rabbit = next(r for r in data["review"]["reviewers"] if r["name"] == "coderabbit")
     assert rabbit["result"] == "skipped"
     assert data["review"]["waivable"]  # only the user may approve past it
@@ -318,9 +342,15 @@ def test_the_task_in_progress_and_its_attempt(shop: Path) -> None:
     tasks_md.write_text(tasks_md.read_text().replace("Status: Pending", "Status: In Progress", 1))
     r = gitrepo.discover(shop)
     taskstate.start_running(r, "TASK-002", "d1", "0" * 40, "2026-12-03T10:00:00Z")
-    taskstate.save_running(r, "TASK-002", attempts=2, role="correction", pid=2**22 + 7)
+    first = {"input": 1200, "output": 300, "total": 1500, "runs": 1, "unknown_runs": 0}
+    taskstate.save_running(
+        r, "TASK-002", attempts=2, role="correction", pid=2**22 + 7, usage_sum=first
+    )
     text, data = screen(shop)
-    assert "  in progress: TASK-002 Paginate the audit log · attempt 2 (correction)" in text
+    assert (
+        "  in progress: TASK-002 Paginate the audit log · attempt 2 (correction)"
+        " · 1,500 tokens so far" in text
+    )
     assert "  its dispatch is not running: plan-build dispatch TASK-002 resumes it" in text
     assert data["next"] == "plan-build dispatch TASK-002 (resumes it)"
     assert data["tasks"]["in_progress"] == {
@@ -329,6 +359,16 @@ def test_the_task_in_progress_and_its_attempt(shop: Path) -> None:
         "attempt": 2,
         "role": "correction",
         "running": False,
+        "usage": {
+            "input": 1200,
+            "cached_input": None,  # not in the record: unknown
+            "cache_write_input": None,
+            "output": 300,
+            "reasoning_output": None,
+            "total": 1500,
+            "runs": 1,
+            "unknown_runs": 0,
+        },
     }
     taskstate.save_running(r, "TASK-002", pid=os.getpid())  # a live dispatch: wait for it
     text, data = screen(shop)

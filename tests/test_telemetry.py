@@ -39,12 +39,13 @@ def test_a_successful_stream() -> None:
     assert ev.events == 7
     assert ev.thread_id == "01a22a0c-1f0b-7461-8cfe-43e314f760ae"
     assert ev.final_message == "MOCK-REPLY: done"
-    assert ev.tokens == {
-        "input_tokens": 10,
-        "cached_input_tokens": 0,
-        "cache_write_input_tokens": 0,
-        "output_tokens": 5,
-        "reasoning_output_tokens": 0,
+    assert ev.usage.as_json() == {
+        "input": 10,
+        "cached_input": 0,
+        "cache_write_input": 0,
+        "output": 5,
+        "reasoning_output": 0,
+        "total": 15,
     }
     assert ev.files_reported == ["src/app.py"]
     assert ev.commands == 1
@@ -54,7 +55,7 @@ def test_a_successful_stream() -> None:
 
 def test_a_failed_turn_has_no_usage_and_names_the_failure() -> None:
     ev = telemetry.parse_events(UNAUTHORIZED)
-    assert ev.tokens == "unknown"
+    assert ev.usage.as_json() is None  # unknown, not 0
     assert ev.failures == ["unexpected status 401 Unauthorized: Incorrect API key"]
     assert ev.final_message is None
 
@@ -62,7 +63,7 @@ def test_a_failed_turn_has_no_usage_and_names_the_failure() -> None:
 def test_an_offline_stream_is_only_errors() -> None:
     ev = telemetry.parse_events(OFFLINE)
     assert ev.turn_completed is False
-    assert ev.tokens == "unknown"
+    assert not ev.usage.known
     assert len(ev.errors) == 2
 
 
@@ -72,7 +73,7 @@ def test_garbage_lines_are_counted_not_trusted() -> None:
     )
     assert ev.unparsable == 2
     assert ev.events == 1
-    assert ev.tokens == "unknown"  # a non-integer count is not a count
+    assert not ev.usage.known  # a non-integer count is not a count
 
 
 def test_usage_is_summed_over_turns() -> None:
@@ -80,12 +81,26 @@ def test_usage_is_summed_over_turns() -> None:
         '{"type":"turn.completed","usage":{"input_tokens":10,"output_tokens":5}}\n'
         '{"type":"turn.completed","usage":{"input_tokens":7,"output_tokens":1}}\n'
     )
-    assert telemetry.parse_events(two).tokens == {"input_tokens": 17, "output_tokens": 6}
+    usage = telemetry.parse_events(two).usage
+    assert (usage.input, usage.output, usage.total) == (17, 6, 23)
+    assert usage.cached_input is None  # never reported: unknown, not 0
 
 
-def test_sum_tokens_is_unknown_as_soon_as_one_is() -> None:
-    assert telemetry.sum_tokens([{"input_tokens": 1}, {"input_tokens": 2}]) == {"input_tokens": 3}
-    assert telemetry.sum_tokens([{"input_tokens": 1}, "unknown"]) == "unknown"
+def test_the_file_and_the_text_read_the_same(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text(SUCCESS + "{torn", encoding="utf-8")
+    from_file, from_text = telemetry.parse_file(path), telemetry.parse_events(SUCCESS + "{torn")
+    assert from_file == from_text
+    assert from_file.unparsable == 1
+    assert telemetry.parse_file(tmp_path / "missing.jsonl").events == 0
+
+
+def test_records_old_and_new_give_their_usage() -> None:
+    old = {"tokens": {"input_tokens": 4, "output_tokens": 1}}
+    new = {"usage": {"input": 4, "output": 1, "total": 5}}
+    assert telemetry.usage_of(old).total == telemetry.usage_of(new).total == 5
+    assert not telemetry.usage_of({"tokens": "unknown"}).known
+    assert not telemetry.usage_of({"usage": None}).known
 
 
 def test_stats_summarise_attempts_first_success_and_exhausted_caps(tmp_path: Path) -> None:
@@ -159,7 +174,15 @@ def test_stats_summarise_attempts_first_success_and_exhausted_caps(tmp_path: Pat
     assert s["by_role"]["implementer"] == {"attempts": 2, "verified": 1, "mean_codex_seconds": 15.0}
     assert s["by_role"]["corrector"]["mean_codex_seconds"] == 5.0
     assert s["tokens"] == {
-        "reported": {"input_tokens": 200},
+        # records from before plan-build kept `usage` still count: only what they reported
+        "reported": {
+            "input": 200,
+            "cached_input": None,
+            "cache_write_input": None,
+            "output": None,
+            "reasoning_output": None,
+            "total": None,
+        },
         "attempts_with_usage": 3,
         "attempts_unknown": 1,
     }

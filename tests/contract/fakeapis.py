@@ -9,7 +9,9 @@ body) and answer from a scenario the test sets:
 - `ResponsesApi` (OpenAI Responses API, for Codex via a `model_providers` entry): `reply`
   streams one assistant message (after asking Codex to run each of `commands` with its
   `exec_command` tool, one per turn request), `unauthorized` answers 401, `hang` accepts the
-  request and never answers (the caller's timeout must end the run).
+  request and never answers (the caller's timeout must end the run). Every streamed response
+  ends with `response.completed` carrying `usage` (the Responses API's shape; None leaves it
+  out), which Codex reports back as its `turn.completed` usage.
 """
 
 from __future__ import annotations
@@ -149,6 +151,13 @@ class ModelsApi(_LoopbackApi):
 
 
 Scenario = Literal["reply", "unauthorized", "hang"]
+DEFAULT_USAGE: dict[str, Any] = {
+    "input_tokens": 10,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 5,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 15,
+}
 
 
 def _sse(event: str, data: Any) -> bytes:
@@ -165,6 +174,8 @@ class ResponsesApi(_LoopbackApi):
         self.commands: list[str] = []  # shell commands Codex is asked to run before replying
         # called while the turn is open, just before the reply: something a user does meanwhile
         self.before_reply: Callable[[], None] | None = None
+        # the Responses `usage` of every streamed response (None: the field is left out)
+        self.usage: dict[str, Any] | None = dict(DEFAULT_USAGE)
 
     @property
     def base_url(self) -> str:
@@ -237,15 +248,10 @@ class ResponsesApi(_LoopbackApi):
         }
         h.send(200, "text/event-stream", self._stream(message))
 
-    @staticmethod
-    def _stream(item: dict[str, Any]) -> bytes:
-        usage = {
-            "input_tokens": 10,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens": 5,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": 15,
-        }
+    def _stream(self, item: dict[str, Any]) -> bytes:
+        response: dict[str, Any] = {"id": "r1", "output": [item]}
+        if self.usage is not None:
+            response["usage"] = self.usage
         return b"".join(
             [
                 _sse("response.created", {"type": "response.created", "response": {"id": "r1"}}),
@@ -257,7 +263,7 @@ class ResponsesApi(_LoopbackApi):
                     "response.completed",
                     {
                         "type": "response.completed",
-                        "response": {"id": "r1", "output": [item], "usage": usage},
+                        "response": response,
                     },
                 ),
             ]

@@ -78,8 +78,8 @@ def test_codex_implements_the_task_and_dispatch_verifies_it(
     assert attempt["codex"]["thread_id"] == thread
     # the mock reports 10 input / 5 output tokens per request; Codex sums them per turn
     requests = len(codex_api.turns())
-    assert attempt["tokens"]["input_tokens"] == 10 * requests
-    assert attempt["tokens"]["output_tokens"] == 5 * requests
+    assert attempt["usage"]["input"] == 10 * requests
+    assert attempt["usage"]["output"] == 5 * requests
 
 
 def test_an_edit_outside_the_scope_is_caught_after_the_real_codex_ran(

@@ -3,8 +3,16 @@ kind of event, a planted hostile finding, and a scalable size."""
 
 from __future__ import annotations
 
+from plan_build.core import codexusage
 from plan_build.views import story as st
 
+# token use as Codex reports it (cached input is part of input, reasoning part of output)
+IMPLEMENT = codexusage.Usage(
+    input=1200, cached_input=200, cache_write_input=0, output=340, reasoning_output=40
+)
+REVIEW = codexusage.Usage(
+    input=5000, cached_input=0, cache_write_input=0, output=900, reasoning_output=120
+)
 SCRIPT_FINDING = "<script>document.title='pwned'</script> runs in the page"
 IMG_FINDING = "<img src=x onerror=alert(1)> in the summary"
 
@@ -51,7 +59,9 @@ def story(
                 )
             )
         reviewers = (
-            st.ReviewerRow("codex", "findings" if found else "clean", 42.0, None),
+            st.ReviewerRow(
+                "codex", "findings" if found else "clean", 42.0, None, codexusage.summed([REVIEW])
+            ),
             st.ReviewerRow("coderabbit", "skipped", None, "coderabbit is not installed"),
         )
         round_rows.append(
@@ -83,7 +93,7 @@ def story(
                     3,
                     0,
                     (st.CheckRow("pytest", a == 2, 0 if a == 2 else 1, 2.5),),
-                    {"input_tokens": 1200, "output_tokens": 340} if a == 1 else st.UNKNOWN,
+                    IMPLEMENT if a == 1 else codexusage.UNKNOWN,
                 )
             )
             kind = "dispatch" if a == 1 else "correction"
@@ -140,7 +150,11 @@ def story(
         rounds=tuple(round_rows),
         tasks=tuple(task_rows),
         verify=verify,
-        tokens={"correct": st.UNKNOWN, "implement": {"input_tokens": 1200, "output_tokens": 340}},
+        tokens={
+            "correct": codexusage.summed([codexusage.UNKNOWN] * tasks),
+            "implement": codexusage.summed([IMPLEMENT] * tasks),
+            "reviewer (review rounds)": codexusage.summed([REVIEW] * len(round_rows)),
+        },
         recipes=("sha256:0f1e2d3c4b5a69788796a5b4c3d2e1f0",),
         events=tuple(sorted(events, key=lambda e: e.at)),
     )

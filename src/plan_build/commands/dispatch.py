@@ -8,7 +8,7 @@ from invoke.context import Context
 from invoke.exceptions import Exit
 
 from plan_build.cli.strict import command
-from plan_build.core import jsonout
+from plan_build.core import codexusage, jsonout
 from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 
@@ -134,11 +134,11 @@ def stats_lines(s: dict[str, Any]) -> list[str]:
             f"mean codex time {row['mean_codex_seconds']}s"
         )
     tok = s["tokens"]
-    reported = tok["reported"]
+    reported = codexusage.from_json(tok["reported"])
     lines.append(
-        f"tokens (only where Codex reported usage: {tok['attempts_with_usage']} attempts; "
+        f"tokens, as Codex reported them ({tok['attempts_with_usage']} attempts; "
         f"unknown for {tok['attempts_unknown']}): "
-        + (", ".join(f"{k} {v}" for k, v in sorted(reported.items())) or "none")
+        + (codexusage.words(reported) if reported.known else "none reported")
     )
     for fp, rec in s["recipes"].items():
         lines.append(f"recipe {rec['id']} {fp}: {rec['dispatches']} dispatches")

@@ -129,6 +129,7 @@ def run(
     cancel: threading.Event | None = None,
     supervised: bool = False,
     on_start: Callable[[int], None] | None = None,
+    stdout_file: Path | None = None,
 ) -> Completed:
     """Run `argv` to completion and capture its output as text.
 
@@ -139,7 +140,9 @@ def run(
     thread) kills the command's tree and raises CommandCancelled. `supervised` runs the command
     under a small supervisor (`plan_build.core.supervisor`) so no process of its tree outlives this
     one, even after a SIGKILL; `on_start(pid)` gets the pid (= process group id) of the started
-    child.
+    child. With `stdout_file`, stdout goes to that file (created 0600, or emptied) as the
+    command writes it, never into memory: `Completed.stdout` and a timeout's partial output
+    are then empty, and the caller reads the file (Codex's event stream can be large).
     """
     args, code, out, err, seconds = _execute(
         argv,
@@ -153,6 +156,7 @@ def run(
         cancel=cancel,
         supervised=supervised,
         on_start=on_start,
+        stdout_file=stdout_file,
     )
     result = Completed(tuple(args), code, out or "", err or "", seconds)
     log.debug("exit %s after %.3fs: %s", result.returncode, result.seconds, quote(args))
@@ -212,16 +216,26 @@ def _execute(
     cancel: threading.Event | None = None,
     supervised: bool = False,
     on_start: Callable[[int], None] | None = None,
+    stdout_file: Path | None = None,
 ) -> tuple[list[str], int, Any, Any, float]:
     """Start, wait, and return (argv, exit code, stdout, stderr, seconds)."""
     args = [os.fspath(a) for a in argv]
     log.debug("run: %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
     started = time.monotonic()
     lifeline: int | None = None
-    if supervised:
-        child, lifeline = _start_supervised(args, cwd=cwd, env=env, text=text)
-    else:
-        child = _start(args, cwd=cwd, env=env, has_input=input is not None, text=text)
+    stdout: int | None = None
+    if stdout_file is not None:
+        stdout = _open_output(stdout_file)
+    try:
+        if supervised:
+            child, lifeline = _start_supervised(args, cwd=cwd, env=env, text=text, stdout=stdout)
+        else:
+            child = _start(
+                args, cwd=cwd, env=env, has_input=input is not None, text=text, stdout=stdout
+            )
+    finally:
+        if stdout is not None:
+            os.close(stdout)  # the child holds its own copy
     try:
         if on_start is not None:
             on_start(child.pid)
@@ -241,6 +255,18 @@ def _execute(
     return args, child.returncode, out, err, time.monotonic() - started
 
 
+def _open_output(path: Path) -> int:
+    """A command's output file, created 0600 or emptied; never through a symlink."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise PlanBuildError(
+            f"cannot write the command's output to {path} ({exc.strerror or exc})",
+            "check that the folder is writable and the file is not a symlink, then run again",
+            code=ExitCode.BLOCKED,
+        ) from exc
+
+
 def _start(
     args: list[str],
     *,
@@ -249,15 +275,17 @@ def _start(
     has_input: bool,
     text: bool,
     pass_fds: tuple[int, ...] = (),
+    stdout: int | None = None,
 ) -> subprocess.Popen[Any]:
-    """Start the child in its own session, stdin closed unless input is meant."""
+    """Start the child in its own session, stdin closed unless input is meant; its stdout to
+    the descriptor `stdout` when one is given, else captured."""
     try:
         return subprocess.Popen(
             args,
             cwd=cwd,
             env=dict(env) if env is not None else None,
             stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=subprocess.PIPE if stdout is None else stdout,
             stderr=subprocess.PIPE,
             text=text,
             encoding="utf-8" if text else None,
@@ -281,6 +309,7 @@ def _start_supervised(
     cwd: str | os.PathLike[str] | None,
     env: Mapping[str, str] | None,
     text: bool,
+    stdout: int | None = None,
 ) -> tuple[subprocess.Popen[Any], int]:
     """Start `args` under `plan_build.core.supervisor`; returns the child and its lifeline's write
     end."""
@@ -296,6 +325,7 @@ def _start_supervised(
             has_input=False,
             text=text,
             pass_fds=(read_end,),
+            stdout=stdout,
         )
     except BaseException:
         os.close(write_end)

@@ -139,8 +139,10 @@ def run_codex(
         out.unlink()  # codex keeps an old file's content when it fails
     (run_dir / f"attempt-{attempt.number}.prompt.md").write_text(prompt, encoding="utf-8")
     argv = codex_argv(recipe, attempt.role, out, prompt)
+    # the `--json` stream goes straight to the run folder and is read from there a line at a
+    # time: it can be large (every command's output), and is never held whole in memory
+    events = events_path(run_dir, attempt.number)
     started = time.monotonic()
-    stdout = ""
     try:
         done = proc.run(
             argv,
@@ -151,23 +153,42 @@ def run_codex(
             heartbeat_every=HEARTBEAT_EVERY,
             supervised=True,
             on_start=on_start,
+            stdout_file=events,
         )
         attempt.codex_exit = done.returncode
-        stdout = done.stdout
         (run_dir / f"attempt-{attempt.number}.stderr.txt").write_text(done.stderr, encoding="utf-8")
-        if done.returncode != 0 or not stdout.strip():
+        if done.returncode != 0 or _blank(events):
             attempt.stderr_tail = stderr_tail(done.stderr, env, root, home)
-    except proc.CommandTimeout as exc:
+    except proc.CommandTimeout:
         attempt.timed_out = True
-        stdout = exc.stdout
     attempt.codex_seconds = time.monotonic() - started
-    (run_dir / f"attempt-{attempt.number}.events.jsonl").write_text(stdout, encoding="utf-8")
-    attempt.events = telemetry.parse_events(stdout)
+    attempt.events = events_of(run_dir, attempt.number)
     try:
         message = out.read_text(encoding="utf-8", errors="replace")
     except OSError:
         message = ""
     attempt.final_message = message.strip() or (attempt.events.final_message or "")
+
+
+def events_path(run_dir: Path, number: int) -> Path:
+    return run_dir / f"attempt-{number}.events.jsonl"
+
+
+def events_of(run_dir: Path, number: int) -> telemetry.CodexEvents:
+    """What Codex's run `number` printed, read from its stream file (none: nothing)."""
+    return telemetry.parse_file(events_path(run_dir, number))
+
+
+def _blank(path: Path) -> bool:
+    """Codex printed nothing but white space (read in bounded pieces)."""
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(65536):
+                if chunk.strip():
+                    return False
+    except OSError:
+        pass
+    return True
 
 
 def check_tree(

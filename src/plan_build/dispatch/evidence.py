@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from plan_build.core import redact
+from plan_build.core import codexusage, redact
 from plan_build.core.render import fence
 from plan_build.dispatch.results import REASONS, SCOPE_MARKER, Attempt
 from plan_build.dispatch.taskmodel import BLOCKED, REVIEW
@@ -130,12 +130,8 @@ def failed_block(
 
 
 def attempt_lines(a: Attempt, env: Mapping[str, str]) -> list[str]:
-    tokens = a.events.usage
-    tok = (
-        f"tokens {tokens.get('input_tokens', '?')} in / {tokens.get('output_tokens', '?')} out"
-        if tokens
-        else "tokens unknown"
-    )
+    usage = a.events.usage
+    tok = codexusage.words(usage) if usage.known else "tokens unknown"
     if a.timed_out:
         codex = f"codex stopped after {human_seconds(a.codex_seconds)} (time limit)"
     elif a.codex_exit is None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from plan_build.core import clock
+from plan_build.core import clock, codexusage
 from plan_build.core.context import Session
 from plan_build.core.fsutil import atomic_write
 from plan_build.dispatch import attempt as codex
@@ -106,7 +106,25 @@ class InFlight:
             slot=self.slot.state,
             attempts=self.attempts,
             seconds=time.monotonic() - self.started,
+            usage_sum=self.usage_sum(),
         )
+
+    def usage_sum(self) -> dict[str, Any]:
+        """The dispatch's runs' token use as Codex reported it (ADR 0175), those of the
+        process a resumed dispatch continues included."""
+        return self._usage(self.attempts)
+
+    def usage_so_far(self) -> dict[str, Any]:
+        """`usage_sum` of the runs that finished (the last attempt is about to run)."""
+        return self._usage(self.attempts[:-1])
+
+    def _usage(self, attempts: list[Attempt]) -> dict[str, Any]:
+        mine = codexusage.summed(a.events.usage for a in attempts)
+        # a resumed dispatch: the runs the dead process had finished, as it saved them
+        earlier = (self.resumed or {}).get("usage_sum")
+        if not isinstance(earlier, dict):
+            return mine.as_json()
+        return codexusage.combined([codexusage.sum_from_json(earlier), mine]).as_json()
 
     def end_attempt(self, task: Task, attempt: Attempt, outcome: str) -> None:
         attempt.outcome = outcome

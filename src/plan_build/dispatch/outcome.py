@@ -53,7 +53,8 @@ def finish(d: InFlight, task: Task, status: str, reason: str, baseline: str) -> 
             f"({exc.what}); the evidence is in {d.run_dir / 'evidence.md'}"
         )
     last = {"dispatch": d.dispatch_id, "status": status, "reason": reason}
-    taskstate.record_end(d.repo, task.id, {**last, "digest": digest})
+    # the dispatch's tokens go with its outcome: what `status` shows for the task
+    taskstate.record_end(d.repo, task.id, {**last, "digest": digest, "usage_sum": d.usage_sum()})
     d.log(d.dispatch_record(task, status, reason))
     report.say_outcome(d.console, task, status, reason, d.attempts)
     return d.result(status, reason, changed)
@@ -111,7 +112,12 @@ def failed(d: InFlight, task: Task, exc: PlanBuildError) -> None:
     with contextlib.suppress(Exception):
         d.update(BLOCKED, block)
     with contextlib.suppress(Exception):
-        last = {"dispatch": d.dispatch_id, "status": BLOCKED, "reason": "error"}
+        last = {
+            "dispatch": d.dispatch_id,
+            "status": BLOCKED,
+            "reason": "error",
+            "usage_sum": d.usage_sum(),
+        }
         taskstate.record_end(d.repo, task.id, last)
     with contextlib.suppress(Exception):
         d.log(d.dispatch_record(task, BLOCKED, "error"))

@@ -9,7 +9,7 @@ from typing import Any
 
 from plan_build.core import clock, proc
 from plan_build.core.ui import Console
-from plan_build.dispatch import taskfile, telemetry
+from plan_build.dispatch import taskfile
 from plan_build.dispatch.evidence import Header, human_seconds, next_step
 from plan_build.dispatch.results import REASONS, Attempt
 from plan_build.dispatch.taskmodel import REVIEW, Task
@@ -137,6 +137,7 @@ def dispatch_record(
     slot: str,
     attempts: list[Attempt],
     seconds: float,
+    usage_sum: dict[str, Any],
 ) -> dict[str, Any]:
     used = attempts[-1].number if attempts else 0
     return {
@@ -148,7 +149,6 @@ def dispatch_record(
         "corrections": max(0, used - 1),
         "exhausted": reason == "corrections_exhausted",
         "seconds": round(seconds, 3),
-        "tokens": telemetry.sum_tokens(a.events.tokens for a in attempts)
-        if attempts
-        else telemetry.UNKNOWN,
+        # the runs that reported usage, summed, and how many did not (docs/adr/0175)
+        "usage_sum": usage_sum,
     }

@@ -94,7 +94,7 @@ class Attempt:
                 "events": self.events.events,
                 "thread_id": self.events.thread_id or telemetry.UNKNOWN,
             },
-            "tokens": self.events.tokens,
+            "usage": self.events.usage.as_json(),  # Codex's own figures; null: unknown
             "changed": self.changed,
             "outside_scope": self.outside,
             "ignored": self.ignored,

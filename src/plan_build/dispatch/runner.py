@@ -240,6 +240,7 @@ class Dispatcher:
         role = str(running.get("role") or recipes.IMPLEMENTER)
         r = d.recipe.role(role)
         dead = Attempt(d.used, role, r.model, r.reasoning)
+        dead.events = codex.events_of(d.run_dir, d.used)  # what it printed before it died
         dead.notes.append(
             f"the dispatch running this attempt stopped (pid {running.get('pid', '?')}); "
             "its changes were checked when the dispatch resumed"
@@ -278,6 +279,7 @@ class Dispatcher:
             role=role,
             before=list(before),
             ignored=taskstate.ignored_for_resume(ignored),
+            usage_sum=d.usage_so_far(),  # the finished runs' tokens, for `status`
         )
         d.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
         d.phase = f"attempt {number} (codex)"

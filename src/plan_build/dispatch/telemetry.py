@@ -1,8 +1,9 @@
 """Honest dispatch telemetry: what Codex's `--json` stream reported, and the JSON-lines log.
 
-Anything not observed is recorded as unknown (`"unknown"` for token usage, `null` for a
-number), never guessed or zero-filled. Records never hold prompt text, command output,
-environment values or credentials: ids, counts, exit codes, durations and outcomes only.
+Anything not observed is recorded as unknown (`null` for a run's `usage` or a number), never
+guessed or zero-filled; token use is Codex's own `turn.completed` figures (`codexusage`,
+docs/adr/0175). Records never hold prompt text, command output, environment values or
+credentials: ids, counts, exit codes, durations and outcomes only.
 The log is `<git common dir>/plan-build/telemetry/dispatch.jsonl`, one JSON object a line,
 appended with a single write per record.
 """
@@ -17,17 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from plan_build.core import sessionvars
+from plan_build.core import codexusage, sessionvars
+from plan_build.core.codexusage import Usage
 
 SCHEMA = 1
 UNKNOWN = "unknown"
-USAGE_KEYS = (
-    "input_tokens",
-    "cached_input_tokens",
-    "cache_write_input_tokens",
-    "output_tokens",
-    "reasoning_output_tokens",
-)
 
 
 @dataclass
@@ -37,7 +32,7 @@ class CodexEvents:
     events: int = 0
     unparsable: int = 0
     thread_id: str | None = None
-    usage: dict[str, int] | None = None
+    usage: Usage = codexusage.UNKNOWN
     final_message: str | None = None
     failures: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -46,10 +41,6 @@ class CodexEvents:
     turn_completed: bool = False
     sandbox_errors: list[str] = field(default_factory=list)  # commands the sandbox refused
     git_commands: list[str] = field(default_factory=list)  # git commands that change state
-
-    @property
-    def tokens(self) -> dict[str, int] | str:
-        return dict(self.usage) if self.usage is not None else UNKNOWN
 
 
 # A command Codex could not run because its sandbox failed to start. Linux (bubblewrap and
@@ -68,9 +59,19 @@ SANDBOX_ERROR = re.compile(
 GIT_CHANGE = re.compile(r"\bgit\s+(?:-\S+\s+)*(add|commit|push|reset|restore|checkout|stash|rm)\b")
 
 
+def parse_file(path: Path) -> CodexEvents:
+    """Read the JSONL event stream Codex wrote to `path`, a line at a time; lines that are
+    not JSON objects (or too long to read) are only counted."""
+    skipped = [0]
+    out = _summary(codexusage.events(path, skipped))
+    out.unparsable = skipped[0]
+    return out
+
+
 def parse_events(stdout: str) -> CodexEvents:
-    """Read Codex's JSONL event stream; lines that are not JSON objects are only counted."""
-    out = CodexEvents()
+    """`parse_file` for a stream already in memory."""
+    events: list[dict[str, Any]] = []
+    unparsable = 0
     for raw in stdout.splitlines():
         if not raw.strip():
             continue
@@ -78,11 +79,23 @@ def parse_events(stdout: str) -> CodexEvents:
             event = json.loads(raw)
         except (ValueError, RecursionError):
             event = None
-        if not isinstance(event, dict):
-            out.unparsable += 1
-            continue
+        if isinstance(event, dict):
+            events.append(event)
+        else:
+            unparsable += 1
+    out = _summary(events)
+    out.unparsable = unparsable
+    return out
+
+
+def _summary(events: Iterable[dict[str, Any]]) -> CodexEvents:
+    out = CodexEvents()
+    tally = codexusage.Tally()
+    for event in events:
         out.events += 1
+        tally.add(event)
         _event(out, event)
+    out.usage = tally.usage
     return out
 
 
@@ -92,7 +105,6 @@ def _event(out: CodexEvents, event: dict[str, Any]) -> None:
         out.thread_id = event["thread_id"]
     elif kind == "turn.completed":
         out.turn_completed = True
-        _usage(out, event.get("usage"))
     elif kind == "turn.failed":
         err = event.get("error")
         msg = err.get("message") if isinstance(err, dict) else None
@@ -101,18 +113,6 @@ def _event(out: CodexEvents, event: dict[str, Any]) -> None:
         out.errors.append(str(event.get("message") or "error"))
     elif kind == "item.completed" and isinstance(event.get("item"), dict):
         _item(out, event["item"])
-
-
-def _usage(out: CodexEvents, usage: Any) -> None:
-    if not isinstance(usage, dict):
-        return
-    known = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
-    if not known:
-        return
-    total = out.usage or {}
-    for k, v in known.items():
-        total[k] = total.get(k, 0) + v
-    out.usage = total
 
 
 def _item(out: CodexEvents, item: dict[str, Any]) -> None:
@@ -187,16 +187,12 @@ def read(state_dir: Path) -> tuple[list[dict[str, Any]], int]:
     return records, bad
 
 
-def sum_tokens(values: Iterable[Any]) -> dict[str, int] | str:
-    """Summed usage, or "unknown" as soon as one value is unknown (no partial sums)."""
-    total: dict[str, int] = {}
-    for value in values:
-        if not isinstance(value, dict):
-            return UNKNOWN
-        for k, v in value.items():
-            if isinstance(v, int) and not isinstance(v, bool):
-                total[k] = total.get(k, 0) + v
-    return total
+def usage_of(record: Mapping[str, Any]) -> Usage:
+    """A record's usage: `usage` as written since 0175, or the raw Codex `tokens` object older
+    records hold ("unknown" or anything unreadable: unknown)."""
+    if "usage" in record:
+        return codexusage.from_json(record.get("usage"))
+    return codexusage.from_event(record.get("tokens"))
 
 
 def stats(state_dir: Path) -> dict[str, Any]:
@@ -223,15 +219,7 @@ def stats(state_dir: Path) -> dict[str, Any]:
             row["verified"] += 1
     for row in roles.values():
         row["mean_codex_seconds"] = round(row.pop("seconds") / row["attempts"], 3)
-    tokens: dict[str, int] = {}
-    known = 0
-    for a in attempts:
-        usage = a.get("tokens")
-        if isinstance(usage, dict):
-            known += 1
-            for k, v in usage.items():
-                if isinstance(v, int) and not isinstance(v, bool):
-                    tokens[k] = tokens.get(k, 0) + v
+    tokens = codexusage.summed(usage_of(a) for a in attempts)
     recipes: dict[str, dict[str, Any]] = {}
     for d in dispatches:
         rec = d.get("recipe") or {}
@@ -251,9 +239,9 @@ def stats(state_dir: Path) -> dict[str, Any]:
         "exhausted_caps": sum(1 for d in dispatches if d.get("exhausted") is True),
         "by_role": roles,
         "tokens": {
-            "reported": tokens,
-            "attempts_with_usage": known,
-            "attempts_unknown": len(attempts) - known,
+            "reported": tokens.usage.as_json(),
+            "attempts_with_usage": tokens.runs - tokens.unknown_runs,
+            "attempts_unknown": tokens.unknown_runs,
         },
         "recipes": recipes,
         "unreadable_lines": bad,

@@ -8,18 +8,22 @@ prompt too long for one argument goes on stdin instead (`-` plus the text, then 
 The `--json` event stream tells a failed turn's reason: an authentication failure or a
 rate limit is `skipped`; so is a run that outlives its timeout (Codex retries forever
 without a network). An answer that is empty or not a review gets one retry with the strict
-format reminder, as codex-review does; a second bad answer fails the round.
+format reminder, as codex-review does; a second bad answer fails the round. The stream goes
+to a file beside the `-o` file and is read a line at a time; its `turn.completed` usage is
+the run's token use (`codexusage`), kept in the round record.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
+from plan_build.core import codexusage
+from plan_build.core.codexusage import Usage
 from plan_build.review.findings import invalid_reason
-from plan_build.review.reviewers import Outcome, classify, keep_log, run_timed
+from plan_build.review.reviewers import Outcome, bounded_text, classify, keep_log, run_timed
 
 DEFAULT_TIMEOUT = 720.0
 ARG_LIMIT = 100_000  # bytes: Linux refuses a single argument over 128 KiB
@@ -54,44 +58,42 @@ def command(out: Path, prompt: str, model: str | None) -> tuple[list[str], str |
     return [*argv, prompt], None
 
 
-def events(stdout: str) -> list[dict[str, Any]]:
-    out = []
-    for raw in stdout.splitlines():
-        line = raw.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(event, dict):
-            out.append(event)
-    return out
+@dataclass
+class Scan:
+    """What one run's event stream said, read once from start to end."""
+
+    failed: bool = False  # a turn.failed event
+    failure: str = ""  # the last turn.failed message, else the last error event's
+    error: str = ""
+    message: str = ""  # the last agent message
+    usage: Usage = codexusage.UNKNOWN
+
+    def failure_message(self, stderr: str) -> str:
+        if self.failure or self.error:
+            return self.failure or self.error
+        tail = [line for line in stderr.strip().splitlines() if line.strip()][-3:]
+        return " / ".join(tail)
 
 
-def _failure_message(evs: list[dict[str, Any]], stderr: str) -> str:
-    for event in reversed(evs):
-        if event.get("type") == "turn.failed":
+def scan(evs: Iterable[dict[str, Any]]) -> Scan:
+    out = Scan()
+    tally = codexusage.Tally()
+    for event in evs:
+        tally.add(event)
+        kind = event.get("type")
+        if kind == "turn.failed":
+            out.failed = True
             err = event.get("error")
             if isinstance(err, dict) and err.get("message"):
-                return str(err["message"])
-    for event in reversed(evs):
-        if event.get("type") == "error" and event.get("message"):
-            return str(event["message"])
-    tail = [line for line in stderr.strip().splitlines() if line.strip()][-3:]
-    return " / ".join(tail)
-
-
-def _last_message(evs: list[dict[str, Any]]) -> str:
-    for event in reversed(evs):
-        item = event.get("item")
-        if (
-            event.get("type") == "item.completed"
-            and isinstance(item, dict)
-            and item.get("type") == "agent_message"
-        ):
-            return str(item.get("text") or "")
-    return ""
+                out.failure = str(err["message"])
+        elif kind == "error" and event.get("message"):
+            out.error = str(event["message"])
+        elif kind == "item.completed":
+            item = event.get("item")
+            if isinstance(item, dict) and item.get("type") == "agent_message":
+                out.message = str(item.get("text") or "")
+    out.usage = tally.usage
+    return out
 
 
 def run_once(
@@ -107,6 +109,7 @@ def run_once(
     argv, stdin = command(out, prompt, model)
     shown = [*argv[:-1], "<prompt>"] if stdin is None else argv
     out.unlink(missing_ok=True)
+    stream = out.with_name(f"{out.stem}.events.jsonl")
     result = run_timed(
         "codex",
         argv,
@@ -116,27 +119,35 @@ def run_once(
         log_dir=log_dir,
         shown=shown,
         input=stdin,
-        last=lambda stdout: _failure_message(events(stdout), ""),
+        last=lambda _: scan(codexusage.events(stream)).failure_message(""),
+        stdout_file=stream,
     )
     if isinstance(result, Outcome):
+        result.usages = [codexusage.of_file(stream)]  # a timeout: what had completed, if any
         return result
-    evs = events(result.stdout)
-    failed = any(e.get("type") == "turn.failed" for e in evs)
-    if result.returncode != 0 or failed:
-        status, reason = classify("codex", _failure_message(evs, result.stderr))
+    said = scan(codexusage.events(stream))
+    usages = [said.usage]
+    if result.returncode != 0 or said.failed:
+        status, reason = classify("codex", said.failure_message(result.stderr))
         if status == "failed":
             reason = f"codex exited {result.returncode}: {reason.removeprefix('codex failed: ')}"
-        log = keep_log(log_dir, "codex", shown, result.stdout, result.stderr)
-        return Outcome("codex", status, reason, seconds=result.seconds, argv=shown, log=log)
+        log = keep_log(log_dir, "codex", shown, bounded_text(stream), result.stderr)
+        return Outcome(
+            "codex", status, reason, seconds=result.seconds, argv=shown, log=log, usages=usages
+        )
     text = ""
     if out.is_file():
         text = out.read_text(encoding="utf-8", errors="replace")
     if not text.strip():
-        text = _last_message(evs)
+        text = said.message
     why = invalid_reason(text)
     if why:
         log = keep_log(
-            log_dir, "codex", shown, result.stdout + "\n--- answer ---\n" + text, result.stderr
+            log_dir,
+            "codex",
+            shown,
+            bounded_text(stream) + "\n--- answer ---\n" + text,
+            result.stderr,
         )
         return Outcome(
             "codex",
@@ -146,8 +157,11 @@ def run_once(
             seconds=result.seconds,
             argv=shown,
             log=log,
+            usages=usages,
         )
-    return Outcome("codex", "ok", None, text=text, seconds=result.seconds, argv=shown)
+    return Outcome(
+        "codex", "ok", None, text=text, seconds=result.seconds, argv=shown, usages=usages
+    )
 
 
 class Run(TypedDict):
@@ -176,16 +190,18 @@ def review(
         on_retry(first.reason)
     second = run_once(render(True), **kwargs)
     second.seconds += first.seconds
+    second.usages = first.usages + second.usages  # both runs used tokens
     return second
 
 
 __all__ = [
     "ARG_LIMIT",
     "DEFAULT_TIMEOUT",
+    "Scan",
     "command",
-    "events",
     "model_from",
     "review",
     "run_once",
+    "scan",
     "timeout_from",
 ]

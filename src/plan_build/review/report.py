@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from plan_build.core import codexusage
 from plan_build.core.ui import Console, printable
 from plan_build.review.findings import SEVERITIES
 from plan_build.review.gate import Problem, phase_round, record_of, stale
@@ -61,6 +62,7 @@ def as_json(ctx: ReviewContext, r: Report) -> dict[str, Any]:
                 "reason": run.reason,
                 "seconds": run.seconds,
                 "exit_code": run.exit_code,
+                "usage": run.usage_sum,  # Codex's tokens (ADR 0175); null: not a Codex run
             }
             for name, run in r.record.reviewers.items()
         }
@@ -147,6 +149,8 @@ def print_status(ctx: ReviewContext, r: Report, console: Console) -> None:
     if r.record is not None:
         for name, run in r.record.reviewers.items():
             detail = "reviewed" if run.clean else f"{run.status}: {run.reason}"
+            if run.usage_sum is not None:
+                detail += f" · {codexusage.short_sum(codexusage.sum_from_json(run.usage_sum))}"
             pairs.append((name.capitalize() if name != "coderabbit" else "CodeRabbit", detail))
     fresh = _freshness(r)
     if fresh:

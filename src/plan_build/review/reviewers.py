@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build.core import proc
+from plan_build.core import codexusage, proc
+from plan_build.core.codexusage import Usage
 from plan_build.core.fsutil import atomic_write
 from plan_build.core.ui import Console
 
@@ -56,10 +57,15 @@ class Outcome:
     log: Path | None = None
     exit_code: int | None = None  # the reviewer process's exit status, when it exited
     stderr_tail: str | None = None  # the end of its stderr, when it did not review
+    usages: list[Usage] = field(default_factory=list)  # one per Codex run, as Codex reported it
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def usage_sum(self) -> dict[str, object] | None:
+        """What the round record keeps: the runs' usage summed (None: not a Codex reviewer)."""
+        return codexusage.summed(self.usages).as_json() if self.usages else None
 
 
 def classify(name: str, message: str) -> tuple[str, str]:
@@ -194,10 +200,12 @@ def run_timed(
     input: str | None = None,
     cancel: threading.Event | None = None,
     last: Callable[[str], str] | None = None,
+    stdout_file: Path | None = None,
 ) -> proc.Completed | Outcome:
     """Run a reviewer. Outliving `timeout` makes it skipped, not failed:
     the output so far is kept in the log and `last(stdout)`, when given, names what it said
-    last. `shown` is the argv as logged (Codex's prompt argument is left out)."""
+    last. `shown` is the argv as logged (Codex's prompt argument is left out). With
+    `stdout_file` the output goes to that file instead of memory (`proc.run`)."""
     shown = argv if shown is None else shown
     try:
         return proc.run(
@@ -207,12 +215,33 @@ def run_timed(
             timeout=timeout,
             input=input,
             cancel=cancel,
+            stdout_file=stdout_file,
         )
     except proc.CommandTimeout as exc:
-        said = last(exc.stdout) if last else ""
-        log = keep_log(log_dir, name, shown, exc.stdout, "")
+        stdout = exc.stdout if stdout_file is None else bounded_text(stdout_file)
+        said = last(stdout) if last else ""
+        log = keep_log(log_dir, name, shown, stdout, "")
         reason = f"timed out after {duration(timeout)}" + (f" (last: {said})" if said else "")
         return Outcome(name, "skipped", reason, seconds=timeout, argv=shown, log=log)
+
+
+LOG_KEEP = 1024 * 1024  # bytes of a large stdout a log keeps: its start and its end
+
+
+def bounded_text(path: Path, keep: int = LOG_KEEP) -> str:
+    """A file's text for a log: whole when small, else its start and end around a note."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            if size <= keep:
+                return handle.read().decode("utf-8", "replace")
+            head = handle.read(keep // 2)
+            handle.seek(size - keep // 2)
+            tail = handle.read()
+    except OSError:
+        return ""
+    note = f"\n[… {size - len(head) - len(tail):,} bytes left out …]\n"
+    return head.decode("utf-8", "replace") + note + tail.decode("utf-8", "replace")
 
 
 def keep_log(directory: Path, name: str, argv: Sequence[str], stdout: str, stderr: str) -> Path:
@@ -227,9 +256,11 @@ def keep_log(directory: Path, name: str, argv: Sequence[str], stdout: str, stder
 __all__ = [
     "HEARTBEAT",
     "HEARTBEAT_ENV",
+    "LOG_KEEP",
     "Outcome",
     "Progress",
     "RawFinding",
+    "bounded_text",
     "classify",
     "duration",
     "end_live_line",

@@ -4,6 +4,9 @@
 and why, the tree id of the change (implementation rounds) and the plan's sha256. It is
 rewritten only while its round is the current one and has no review yet.
 
+Each reviewer's entry also keeps the token use Codex reported for its runs (`usage_sum`; a
+reader skips keys it does not know, so records stay readable both ways).
+
 `<phase>-approval-r<N>.json` is written once, when round N is approved: what was approved
 (tree, plan), which low findings were deferred and which skipped reviewers were waived, and
 that the user confirmed those on a terminal.
@@ -35,6 +38,9 @@ class ReviewerRun:
     log: str | None = None
     exit_code: int | None = None
     stderr_tail: str | None = None
+    # Codex's token use over the reviewer's runs (`codexusage.Summed`); None: not a Codex run,
+    # or a record written before plan-build kept it
+    usage_sum: dict[str, Any] | None = None
 
     @property
     def clean(self) -> bool:
@@ -111,14 +117,15 @@ def load_round(wdir: WorkflowDir, phase: str, round: int) -> RoundRecord | None:
     if data is None:
         return None
     try:
+        known = ReviewerRun.__dataclass_fields__
         reviewers = {
-            name: ReviewerRun(**{**run, "name": name})
+            name: ReviewerRun(**{**{k: v for k, v in run.items() if k in known}, "name": name})
             for name, run in dict(data.get("reviewers") or {}).items()
         }
         fields = {k: v for k, v in data.items() if k in RoundRecord.__dataclass_fields__}
         fields["reviewers"] = reviewers
         return RoundRecord(**fields)
-    except TypeError as exc:
+    except (TypeError, AttributeError) as exc:
         raise _corrupt(path, str(exc)) from exc
 
 

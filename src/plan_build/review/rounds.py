@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build.core import pins, proc
+from plan_build.core import codexusage, pins, proc
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.fsutil import atomic_write
 from plan_build.dispatch import recipe
@@ -147,6 +147,8 @@ def _report(ctx: ReviewContext, run: ReviewerRun, found: Sequence[Finding]) -> N
         detail = f"{_count_line(found, run.name)} · {duration(run.seconds)}"
     else:
         detail = f"{run.status}: {run.reason}"
+    if run.usage_sum is not None:
+        detail += f" · {codexusage.short_sum(codexusage.sum_from_json(run.usage_sum))}"
     ctx.console.say(f"  {mark} {run.name:<11} {detail}")
     if run.log:
         ctx.console.say(f"      output kept in {run.log}")
@@ -163,6 +165,7 @@ def _as_run(outcome: Outcome, ids: list[str], root_rel: str | None) -> ReviewerR
         log=root_rel,
         exit_code=outcome.exit_code,
         stderr_tail=outcome.stderr_tail,
+        usage_sum=outcome.usage_sum(),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from plan_build.core import locks
+from plan_build.core import codexusage, locks
 from plan_build.core.errors import PlanBuildError
 from plan_build.core.gitrepo import Repo
 
@@ -28,6 +28,7 @@ class InProgress:
     attempt: int | None  # the Codex run in progress (1: first, 2+: corrections)
     role: str | None
     running: bool | None  # its dispatch process is alive (None: no dispatch state)
+    usage: codexusage.Summed | None = None  # its finished runs' tokens (None: not recorded)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -36,6 +37,7 @@ class InProgress:
             "attempt": self.attempt,
             "role": self.role,
             "running": self.running,
+            "usage": self.usage.as_json() if self.usage is not None else None,
         }
 
 
@@ -48,6 +50,9 @@ class TaskFacts:
     others_in_progress: int = 0
     last_dispatch: dict[str, Any] | None = None  # task, status, reason, at
     problem: str | None = None
+    # per dispatched task, in TASKS.md's order: the token use of its last dispatch, as Codex
+    # reported it (a dispatch recorded before plan-build kept it: unknown)
+    usage: tuple[tuple[str, codexusage.Summed], ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -57,15 +62,19 @@ class TaskFacts:
             "in_progress": self.in_progress.as_json() if self.in_progress else None,
             "last_dispatch": self.last_dispatch,
             "problem": self.problem,
+            "usage": [{"task": task, **summed.as_json()} for task, summed in self.usage],
         }
 
 
-def _running(repo: Repo, task_id: str) -> tuple[int | None, str | None, bool | None]:
+def _running(
+    repo: Repo, task_id: str
+) -> tuple[int | None, str | None, bool | None, codexusage.Summed | None]:
     from plan_build.dispatch import taskstate
 
     running = taskstate.read(repo, task_id).get("running")
     if not isinstance(running, dict):
-        return None, None, None
+        return None, None, None, None
+    used = running.get("usage_sum")
     attempt = running.get("attempts")
     pid = running.get("pid")
     alive = None
@@ -79,15 +88,22 @@ def _running(repo: Repo, task_id: str) -> tuple[int | None, str | None, bool | N
         attempt if isinstance(attempt, int) and attempt > 0 else None,
         running.get("role") if isinstance(running.get("role"), str) else None,
         alive,
+        codexusage.sum_from_json(used) if isinstance(used, dict) else None,
     )
 
 
-def _last_dispatch(repo: Repo, ids: list[str]) -> dict[str, Any] | None:
+def _last_dispatch(
+    repo: Repo, ids: list[str]
+) -> tuple[dict[str, Any] | None, tuple[tuple[str, codexusage.Summed], ...]]:
+    """The newest dispatch's end, and each dispatched task's token use (last dispatch)."""
     from plan_build.dispatch import taskstate
 
     newest: dict[str, Any] | None = None
+    usage: list[tuple[str, codexusage.Summed]] = []
     for task_id in ids:
         last = taskstate.last(repo, task_id)
+        if last:
+            usage.append((task_id, codexusage.sum_from_json(last.get("usage_sum"))))
         at = last.get("at")
         if isinstance(at, str) and (newest is None or at > newest["at"]):
             newest = {
@@ -96,7 +112,7 @@ def _last_dispatch(repo: Repo, ids: list[str]) -> dict[str, Any] | None:
                 "reason": last.get("reason"),
                 "at": at,
             }
-    return newest
+    return newest, tuple(usage)
 
 
 def tasks(repo: Repo) -> TaskFacts:
@@ -115,16 +131,18 @@ def tasks(repo: Repo) -> TaskFacts:
         busy = [t for t in tf.tasks if t.status == IN_PROGRESS]
         current = None
         if busy:
-            attempt, role, alive = _running(repo, busy[0].id)
-            current = InProgress(busy[0].id, busy[0].title, attempt, role, alive)
+            attempt, role, alive, used = _running(repo, busy[0].id)
+            current = InProgress(busy[0].id, busy[0].title, attempt, role, alive, used)
+        last, usage = _last_dispatch(repo, [t.id for t in tf.tasks])
         return TaskFacts(
             present=True,
             total=len(tf.tasks),
             counts=counts,
             in_progress=current,
             others_in_progress=max(0, len(busy) - 1),
-            last_dispatch=_last_dispatch(repo, [t.id for t in tf.tasks]),
+            last_dispatch=last,
             problem=f"{len(tf.errors)} problem(s) in {taskfile.FILENAME}" if tf.errors else None,
+            usage=usage,
         )
     except PlanBuildError as exc:
         return TaskFacts(present=True, problem=exc.what)

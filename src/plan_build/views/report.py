@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from plan_build.core import codexusage
 from plan_build.views import story as st
 
 if TYPE_CHECKING:
@@ -102,10 +103,13 @@ def timeline(events: Sequence[st.Event]) -> dict[str, Any]:
     }
 
 
-def _tokens(value: dict[str, int] | str) -> str:
-    if not isinstance(value, dict):
-        return st.UNKNOWN
-    return ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in value.items()) or st.UNKNOWN
+def _tokens(value: codexusage.Usage | codexusage.Summed | None) -> str:
+    """A run's or several runs' token use as Codex reported it; "unknown" where it did not."""
+    if isinstance(value, codexusage.Summed):
+        return codexusage.words_sum(value)
+    if isinstance(value, codexusage.Usage):
+        return codexusage.words(value)
+    return st.UNKNOWN
 
 
 def render(story: st.Story, fmt: str, templates: Path) -> str:

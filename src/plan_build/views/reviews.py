@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from plan_build.core import claudesessions as sessions
+from plan_build.core import codexusage
 from plan_build.core.errors import PlanBuildError
 from plan_build.core.gitrepo import Repo
 from plan_build.review import approval as approval_mod
@@ -38,6 +39,8 @@ class ReviewerResult:
     result: str | None  # one of RESULTS; None when no record says (a round codex-review ran)
     round: int  # the round this result is from (the last one a record exists for)
     reason: str | None
+    # Codex's token use in that round (None: not a Codex reviewer, or no record kept it)
+    usage: codexusage.Summed | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +48,7 @@ class ReviewerResult:
             "result": self.result,
             "round": self.round,
             "reason": self.reason,
+            "usage": self.usage.as_json() if self.usage is not None else None,
         }
 
 
@@ -156,7 +160,13 @@ def _reviewers(view: RoundView) -> tuple[ReviewerResult, ...]:
     record = _last_record(view)
     if record is not None:
         return tuple(
-            ReviewerResult(name, _result(run.status, run.findings), record.round, run.reason)
+            ReviewerResult(
+                name,
+                _result(run.status, run.findings),
+                record.round,
+                run.reason,
+                None if run.usage_sum is None else codexusage.sum_from_json(run.usage_sum),
+            )
             for name, run in record.reviewers.items()
         )
     # a round plan-build did not run (codex-review's): who found something is known, no more

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from plan_build.core import codexusage
 from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.views import progress
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 FORMAT = 1
 MAX_LINES = 30
 WIDTH = 100
+MAX_USAGE = 4  # tasks whose token use the screen names (all of them in --json)
 MAX_FILES = 12  # the change's files shown before "and N more" (fewer when the screen is full)
 
 
@@ -153,6 +155,18 @@ def _change(f: StatusFacts, room: int) -> list[str]:
 _NAMES = {"codex": "Codex", "coderabbit": "CodeRabbit"}
 
 
+def _reviewer(rv: reviews.ReviewerResult, current: int | None) -> str:
+    """`Codex findings (1,290 tokens)`, `CodeRabbit skipped (rate limited) in round 1`."""
+    result = rv.result or "result unknown"
+    if rv.result in ("failed", "skipped") and rv.reason:
+        result += f" ({rv.reason})"
+    if rv.round != current:
+        result += f" in round {rv.round}"
+    if rv.usage is not None:
+        result += f" ({codexusage.short_sum(rv.usage)})"
+    return f"{_NAMES.get(rv.name, rv.name)} {result}"
+
+
 def _review(f: StatusFacts) -> list[str]:
     r = f.review
     if r.problem:
@@ -168,16 +182,7 @@ def _review(f: StatusFacts) -> list[str]:
     where = f"active · step {r.step}" if r.status == "active" else r.status
     lines = [f"review: workflow {r.workflow} · {r.label} · {where}"]
     if r.reviewers:
-        parts = []
-        for rv in r.reviewers:
-            name = _NAMES.get(rv.name, rv.name)
-            result = rv.result or "result unknown"
-            if rv.result in ("failed", "skipped") and rv.reason:
-                result += f" ({rv.reason})"
-            if rv.round != r.round:
-                result += f" in round {rv.round}"
-            parts.append(f"{name} {result}")
-        lines.append("  reviewers: " + " · ".join(parts))
+        lines.append("  reviewers: " + " · ".join(_reviewer(rv, r.round) for rv in r.reviewers))
     if r.findings:
         opened = ", ".join(f"{n} {sev}" for sev, n in r.open_by_severity.items() if n)
         lines.append(f"  findings: {r.findings} · open: {opened or 'none'}")
@@ -207,12 +212,22 @@ def _tasks(f: StatusFacts) -> list[str]:
         attempt = f"attempt {p.attempt}" if p.attempt else "attempt unknown"
         if p.role:
             attempt += f" ({p.role})"
+        if p.usage is not None and p.usage.runs:
+            attempt += f" · {codexusage.short_sum(p.usage)} so far"
         lines.append(f"  in progress: {p.id} {p.title} · {attempt}")
         if p.running is False:
             lines.append(f"  its dispatch is not running: plan-build dispatch {p.id} resumes it")
     elif t.last_dispatch:
         d = t.last_dispatch
         lines.append(f"  last dispatch: {d['task']} → {d['status']} ({d['reason']})")
+    if t.usage:
+        shown = [f"{task} {codexusage.short_sum(used)}" for task, used in t.usage[:MAX_USAGE]]
+        more = len(t.usage) - MAX_USAGE
+        lines.append(
+            "  tokens (last dispatch): "
+            + " · ".join(shown)
+            + (f" · and {more} more (status --json)" if more > 0 else "")
+        )
     return lines
 
 

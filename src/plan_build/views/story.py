@@ -2,8 +2,8 @@
 
 The model only; `storyread` fills it from the records. Kept apart so a report can be drawn
 from a story built by hand (the golden files, the benchmark) exactly as from a real one.
-Every fact no record holds is None (shown as "unknown"), never a guess: token counts are an
-exact figure or "unknown", never an estimate.
+Every fact no record holds is None (shown as "unknown"), never a guess: token counts are the
+figures Codex reported or "unknown", never an estimate (`codexusage`, docs/adr/0175).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from plan_build.core.codexusage import Summed, Usage
 
 UNKNOWN = "unknown"
 T = TypeVar("T")
@@ -53,6 +55,7 @@ class ReviewerRow:
     result: str  # clean / findings / failed / skipped / unknown
     seconds: float | None
     reason: str | None
+    usage: Summed | None = None  # Codex's token use in the round; None: not a Codex reviewer
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ class AttemptStory:
     changed_files: int | None
     outside_scope: int | None
     checks: tuple[CheckRow, ...]
-    tokens: dict[str, int] | str  # exact, or "unknown"
+    usage: Usage  # as Codex reported it (fields None: unknown)
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ class Story:
     rounds: tuple[RoundStory, ...]
     tasks: tuple[TaskStory, ...]
     verify: VerifyStory | None
-    tokens: dict[str, dict[str, int] | str]  # per role: exact figures, or "unknown"
+    tokens: dict[str, Summed]  # per dispatch role, then "reviewer (review rounds)"
     recipes: tuple[str, ...]  # the recipe fingerprints the dispatches ran with
     events: tuple[Event, ...]
     archived: bool = False  # an architect session whose records were archived since

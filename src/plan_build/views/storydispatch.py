@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from plan_build.core import codexusage
 from plan_build.core.errors import PlanBuildError
 from plan_build.core.gitrepo import Repo
 from plan_build.views import story as st
@@ -71,6 +72,8 @@ def _task_text(
 
 
 def _attempt(rec: Mapping[str, Any]) -> st.AttemptStory:
+    from plan_build.dispatch import telemetry
+
     ver = rec.get("verification")
     checks = tuple(
         st.CheckRow(
@@ -84,7 +87,6 @@ def _attempt(rec: Mapping[str, Any]) -> st.AttemptStory:
     )
     codex = rec.get("codex") if isinstance(rec.get("codex"), dict) else {}
     secs = codex.get("seconds") if isinstance(codex, dict) else None
-    tokens = rec.get("tokens")
     return st.AttemptStory(
         int(rec.get("attempt") or 0),
         str(rec.get("role") or st.UNKNOWN),
@@ -94,7 +96,7 @@ def _attempt(rec: Mapping[str, Any]) -> st.AttemptStory:
         rec.get("changed_files") if isinstance(rec.get("changed_files"), int) else None,
         rec.get("outside_scope") if isinstance(rec.get("outside_scope"), int) else None,
         checks,
-        dict(tokens) if isinstance(tokens, dict) else st.UNKNOWN,
+        telemetry.usage_of(rec),
     )
 
 
@@ -124,7 +126,7 @@ def dispatches(
             ends[did] = r
     tasks: list[st.TaskStory] = []
     events: list[st.Event] = []
-    by_role: dict[str, list[Any]] = {}
+    by_role: dict[str, list[codexusage.Usage]] = {}
     recipes: list[str] = []
     archived = False
     for did in order:
@@ -149,12 +151,12 @@ def dispatches(
                 evidence,
             )
         )
-        for a, raw in zip(runs, attempts.get(did, []), strict=True):
-            by_role.setdefault(a.role, []).append(raw.get("tokens"))
+        for a in runs:
+            by_role.setdefault(a.role, []).append(a.usage)
             kind = "dispatch" if a.number <= 1 else "correction"
             label = f"{task_id} attempt {a.number} ({a.role}): {a.outcome}"
             events.append(st.Event(kind, label, _began(a.at, a.seconds), a.seconds))
-    tokens = {role: telemetry.sum_tokens(values) for role, values in sorted(by_role.items())}
+    tokens = {role: codexusage.summed(values) for role, values in sorted(by_role.items())}
     return tasks, events, tokens, recipes, archived
 
 

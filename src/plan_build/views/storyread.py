@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from plan_build.core import codexusage
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
 from plan_build.views import story as st
@@ -23,6 +24,7 @@ from plan_build.views import storydispatch
 LOCATION = re.compile(r"(?<![\w/.-])([\w./-]+\.[A-Za-z0-9]+):(\d+)(?:-\d+)?")
 PHASES = ("plan", "implement")
 LIST_FIX = "see the sessions with: plan-build report --list"
+REVIEWER_ROW = "reviewer (review rounds)"  # the telemetry table's row for Codex as reviewer
 
 
 def _unknown_session(sid: str) -> PlanBuildError:
@@ -85,7 +87,10 @@ def _round(wdir: Any, wf: Any, phase: str, rnd: int) -> st.RoundStory | None:
     if record is not None:
         for name, run in record.reviewers.items():
             result = ("findings" if run.findings else "clean") if run.status == "ok" else run.status
-            reviewers.append(st.ReviewerRow(name, result, run.seconds or None, run.reason))
+            used = None if run.usage_sum is None else codexusage.sum_from_json(run.usage_sum)
+            if used is None and name == "codex":  # a round recorded before usage was kept
+                used = codexusage.Summed(codexusage.UNKNOWN, 1, 1)
+            reviewers.append(st.ReviewerRow(name, result, run.seconds or None, run.reason, used))
     else:
         for name in sorted({f.reviewer for f in view.findings}):
             reviewers.append(st.ReviewerRow(name, "findings", None, None))
@@ -260,6 +265,9 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path, session_id: str | None
     tasks, task_events, tokens, recipes, archived = storydispatch.dispatches(
         repo, facts.id, start, end
     )
+    reviewed = [rv.usage for r in rounds for rv in r.reviewers if rv.usage is not None]
+    if reviewed:
+        tokens = {**tokens, REVIEWER_ROW: codexusage.combined(reviewed)}
     tree = facts.change.tree if facts.change is not None and not facts.committed else None
     verify = verification(repo, facts.id, tree)
     events = [st.Event("baseline", "baseline", start), *review_events, *task_events]
