@@ -65,6 +65,10 @@ def start(session: Session, req: Request) -> None:
         env_added["PLAN_BUILD_RELEASE"] = str(session.resources.release_path)
     if session_id is not None:
         env_added["PLAN_BUILD_SESSION"] = session_id
+    from plan_build.startup import claudelayer
+
+    layer = claudelayer.plan(repo, req.mode)
+    env_added[claudelayer.HOOK_ENV] = claudelayer.hook_program()
 
     def build() -> launch.Launch:
         return launch.build(
@@ -75,6 +79,7 @@ def start(session: Session, req: Request) -> None:
             env_added=env_added,
             yolo=req.yolo,
             blockers=tuple(blockers),
+            settings=layer,
         )
 
     plan = build()

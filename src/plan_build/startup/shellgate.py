@@ -1,0 +1,365 @@
+"""Which shell commands an agent may not run: a commit, a push, an approval, through any wrapper.
+
+Claude Code's PreToolUse hook (startup/gatehook.py) asks `refusal(command)` before every Bash
+call. Standard library only, and nothing of plan_build: the hook is its own short-lived
+program, and its start-up is most of a tool call's wait.
+
+The test is structural first, then lexical, and fails closed:
+
+- the command line is split as a shell splits it (quotes, `\\`, `;`, `&&`, `||`, `|`, `&`,
+  newlines, subshells); `$(…)`, backticks and process substitution become commands of their
+  own; every word that itself looks like a command line (`bash -c "…"`, `su -c`, `ssh host
+  "…"`, `watch "…"`, a here-string) is split again, to a fixed depth;
+- in every simple command, *any* word naming git (`git`, `/usr/bin/git`, `git-commit`, `hub`)
+  or plan-build (`plan-build`, `plan_build`, `inv`, `invoke`, the launcher, its zipapp) is
+  read with the words after it, so no prefix hides it (`env`, `VAR=1`, `timeout 5`, `setsid
+  -f`, `nohup`, `nice`, `command`, `exec`, `sudo`, `xargs`, `uv run`, or one not listed);
+- git's global options are read as git reads them (`-C dir`, `-c k=v`, `--git-dir=…`), and a
+  subcommand that is not a git command plan-build knows (an alias, an add-on) is refused, as
+  is defining an alias;
+- a program that cannot be seen is refused: text piped into a shell or an interpreter, a
+  command word built at run time (`$x commit`), `eval` of anything but literal text, inline
+  code (`python -c`) that mentions a gated word;
+- a script file the command runs (`bash x.sh`, `./x.sh`, `source x`, `python x.py`, `make`)
+  is read (first 256 KiB) and judged the same way;
+- finally the text as a whole: a git word beside a gated git subcommand, or a plan-build word
+  beside a gated task, anywhere in it, is refused: plan-build cannot tell for certain that it
+  is only mentioned. The reason says how to search or write such text without Bash.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the hook's start-up is a tool call's wait: no import it does not need
+    from collections.abc import Iterator, Sequence
+
+# git subcommands that make a commit, move a branch to new commits or send commits away
+GATED_GIT = frozenset(
+    {
+        "commit", "commit-tree", "push", "send-pack", "http-push", "merge", "pull", "rebase",
+        "cherry-pick", "revert", "am", "update-ref", "fast-import", "filter-branch",
+        "filter-repo", "subtree", "replay", "replace",
+    }
+)  # fmt: skip
+# git commands that do none of that (anything else is an alias or an add-on: refused)
+KNOWN_GIT = frozenset(
+    {
+        "add", "annotate", "apply", "archive", "backfill", "bisect", "blame", "branch",
+        "bundle", "cat-file", "check-attr", "check-ignore", "check-mailmap", "check-ref-format",
+        "checkout", "checkout-index", "cherry", "clean", "clone", "column", "config",
+        "count-objects", "describe", "diff", "diff-files", "diff-index", "diff-tree",
+        "difftool", "fetch", "for-each-ref", "for-each-repo", "format-patch", "fsck", "gc",
+        "get-tar-commit-id", "grep", "hash-object", "help", "index-pack", "init",
+        "interpret-trailers", "log", "ls-files", "ls-remote", "ls-tree", "maintenance",
+        "merge-base", "merge-file", "merge-tree", "mergetool", "mktag", "mktree", "mv",
+        "name-rev", "notes", "pack-objects", "pack-refs", "patch-id", "prune", "prune-packed",
+        "range-diff", "read-tree", "reflog", "remote", "repack", "rerere", "reset", "restore",
+        "rev-list", "rev-parse", "rm", "shortlog", "show", "show-branch", "show-index",
+        "show-ref", "sparse-checkout", "stash", "status", "stripspace", "submodule", "switch",
+        "symbolic-ref", "tag", "unpack-objects", "update-index", "var", "verify-commit",
+        "verify-pack", "verify-tag", "version", "whatchanged", "worktree", "write-tree", "lfs",
+    }
+)  # fmt: skip
+# git's global options that take a value as the next word
+GIT_VALUE_OPTS = frozenset(
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env", "--exec-path",
+     "--super-prefix", "--list-cmds", "--attr-source"}
+)  # fmt: skip
+GIT_NAMES = frozenset({"git", "hub"})
+# plan-build's commands (Invoke task names) that need the user's own approval
+GATED_TASKS = frozenset({"commit", "review.approve", "review-approve"})
+PB_NAMES = frozenset({"plan-build", "inv", "invoke", "tasks"})
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox", "csh",
+                    "tcsh", "yash"})  # fmt: skip
+INTERPRETERS = frozenset({"python", "perl", "ruby", "node", "nodejs", "deno", "bun", "php",
+                          "lua", "tclsh", "awk", "gawk", "mawk", "osascript", "pwsh"})  # fmt: skip
+# programs that run a file named in the working directory
+FILE_RUNNERS = {"make": ("Makefile", "makefile", "GNUmakefile"), "just": ("justfile",)}
+MAX_DEPTH = 6
+MAX_SCRIPT = 256 * 1024
+MAX_TEXT = 1024 * 1024
+
+_GIT_WORD = re.compile(r"(?<![\w.-])(?:git|hub)(?![\w.])", re.IGNORECASE)
+_GIT_GATED = re.compile(
+    r"(?<![\w.-])(?:" + "|".join(re.escape(w) for w in sorted(GATED_GIT)) + r")(?![\w-])",
+    re.IGNORECASE,
+)
+_PB_WORD = re.compile(r"(?<![\w.-])(?:plan[-_]build|inv|invoke|tasks\.py)(?![\w])", re.IGNORECASE)
+_PB_GATED = re.compile(r"(?<![\w.-])(?:commit|review[.-]approve)(?![\w-])", re.IGNORECASE)
+_ALIAS = re.compile(r"(?<![\w.])alias\.", re.IGNORECASE)
+_DECODE = re.compile(r"base64|b64decode|fromhex|unhexlify|\\x[0-9a-f]{2}|\\[0-7]{3}|chr\(|xxd|"
+                     r"\brev\b|\btr\b|rot13|decode\(|atob|Buffer\.from", re.IGNORECASE)  # fmt: skip
+_SPAWN = re.compile(r"subprocess|os\.system|popen|exec|spawn|system\(|child_process|`|"
+                    r"\bsh\b|\bbash\b|Command\(", re.IGNORECASE)  # fmt: skip
+_DYNAMIC = re.compile(r"[$`]|\beval\b|<<<")
+_GATED_WORD = re.compile(
+    r"(?<![\w.-])(?:" + "|".join(re.escape(w) for w in sorted(GATED_GIT | GATED_TASKS))
+    + r")(?![\w-])",
+    re.IGNORECASE,
+)
+_META = re.compile(r"[\s;&|()<>`$]")
+_SHELL_FILE = re.compile(r"^#!.*\b(?:sh|bash|dash|zsh|ksh)\b")
+OPERATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "\n", "(", ")", "!", "{", "}"})
+REDIRECTS = frozenset({"<", ">", ">>", "<<", "<<-", "<<<", ">&", "<&", "&>", "&>>", ">|", "<>"})
+
+
+class Refusal:
+    """What was found, in one sentence (a plain class: dataclasses costs the hook 10 ms)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Refusal({self.reason!r})"
+
+
+def refusal(command: str, *, cwd: str | None = None) -> Refusal | None:
+    """Why `command` may not run inside the agent, or None when plan-build sees no gated act."""
+    if len(command) > MAX_TEXT or "\0" in command:
+        return Refusal("the command is too long or holds a NUL byte for plan-build to read")
+    found = _Judge(cwd).command_line(command, 0)
+    if found is None and _DYNAMIC.search(command):
+        found = lexical(command)
+    return found
+
+
+def lexical(text: str) -> Refusal | None:
+    """A gated pair named anywhere in `text`, quoted or not."""
+    for git in _GIT_WORD.finditer(text):
+        sub = _GIT_GATED.search(text, git.end()) or _GIT_GATED.search(text, 0, git.start())
+        if sub is not None:
+            return Refusal(
+                f"it names `{git.group(0)}` and `{sub.group(0)}`, and plan-build cannot tell "
+                "for certain that it does not run them"
+            )
+    for pb in _PB_WORD.finditer(text):
+        task = _PB_GATED.search(text, pb.end()) or _PB_GATED.search(text, 0, pb.start())
+        if task is not None:
+            return Refusal(
+                f"it names `{pb.group(0)}` and `{task.group(0)}`, and plan-build cannot tell "
+                "for certain that it does not run them"
+            )
+    return None
+
+
+def program_name(word: str) -> str:
+    """How a command word is compared: its last path part, lower case (macOS file names are
+    case-insensitive), without a leading `\\`, a version (`python3.12`) or an extension."""
+    name = word.rsplit("/", 1)[-1].lstrip("\\").lower()
+    name = re.sub(r"\.(pyz|py|exe|sh|cmd|bat)$", "", name)
+    name = name.replace("_", "-")
+    if name.startswith(("python", "perl", "ruby", "node", "php", "lua", "pypy")):
+        name = re.sub(r"(?<=[a-z])[0-9][0-9.]*$", "", name)
+    return name
+
+
+def split(text: str) -> list[str] | None:
+    """Shell words and operators, command substitutions opened up; None when it cannot be
+    split (an open quote)."""
+    opened = text.replace("`", "\n").replace("$(", "\n(").replace("<(", "\n(").replace(">(", "\n(")
+    lex = shlex.shlex(opened, posix=True, punctuation_chars=";&|()<>\n")
+    lex.whitespace = " \t\r"
+    lex.whitespace_split = True
+    lex.commenters = ""
+    try:
+        return list(lex)
+    except ValueError:
+        return None
+
+
+def simple_commands(tokens: Sequence[str]) -> Iterator[tuple[list[str], str | None, str | None]]:
+    """(words, here-string or heredoc word, what precedes it: `|` when data is piped in)."""
+    words: list[str] = []
+    here: str | None = None
+    piped: str | None = None
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok in REDIRECTS or (tok.isdigit() and i + 1 < len(tokens) and tokens[i + 1] in REDIRECTS):
+            if tok.isdigit():
+                i += 1
+                tok = tokens[i]
+            target = tokens[i + 1] if i + 1 < len(tokens) else ""
+            if tok == "<<<":
+                here = target
+            elif tok == "<" and target:
+                here = f"<{target}"
+            i += 2
+            continue
+        if tok in OPERATORS:
+            if words:
+                yield words, here, piped
+            words, here = [], None
+            piped = tok if tok in ("|", "|&") else None
+            i += 1
+            continue
+        words.append(tok)
+        i += 1
+    if words:
+        yield words, here, piped
+
+
+class _Judge:
+    def __init__(self, cwd: str | None) -> None:
+        self.cwd = cwd
+        self.read: set[str] = set()
+
+    def command_line(self, text: str, depth: int) -> Refusal | None:
+        if depth > MAX_DEPTH:
+            return lexical(text) and Refusal("it nests commands deeper than plan-build reads")
+        tokens = split(text)
+        if tokens is None:
+            return lexical(text)
+        for words, here, piped in simple_commands(tokens):
+            found = self.simple(words, here, piped, depth)
+            if found is not None:
+                return found
+        return None
+
+    def simple(
+        self, words: list[str], here: str | None, piped: str | None, depth: int
+    ) -> Refusal | None:
+        for i, word in enumerate(words):
+            name = program_name(word)
+            if "$" in word and i == _first_word(words):
+                text = " ".join(words)
+                if (
+                    _GATED_WORD.search(text)
+                    or _DECODE.search(text)
+                    or any("$" in w for w in words[i + 1 :])
+                ):
+                    return Refusal(f"its program is built at run time (`{word}`)")
+            if name in GIT_NAMES or (name.startswith("git-") and name[4:] in GATED_GIT):
+                found = git_refusal(words[i:], name)
+                if found is not None:
+                    return found
+            if name in PB_NAMES:
+                gated = next((w for w in words[i + 1 :] if w.lower() in GATED_TASKS), None)
+                if gated is not None:
+                    return Refusal(f"it runs plan-build's `{gated}`, which needs the user")
+        first = _first_word(words)
+        head = program_name(words[first]) if first < len(words) else ""
+        if head == "eval":
+            return self.command_line(" ".join(words[first + 1 :]), depth + 1)
+        raw = words[first] if first < len(words) else ""
+        unseen = self.unseen_program(head, words[first + 1 :], here, piped, depth)
+        if unseen is None and "/" in raw:  # ./x.sh, bin/release: the file is the program
+            unseen = self.script(raw, depth, shell_script=False)
+        if unseen is not None:
+            return unseen
+        for word in words:  # `bash -c "…"`, `ssh host "…"`, `watch "…"`: split again
+            if _META.search(word):
+                found = self.command_line(word, depth + 1)
+                if found is not None:
+                    return found
+        if here is not None and not here.startswith("<"):
+            return self.command_line(here, depth + 1)
+        return None
+
+    def unseen_program(
+        self, head: str, args: list[str], here: str | None, piped: str | None, depth: int
+    ) -> Refusal | None:
+        """A shell or interpreter whose program comes from stdin, a file or inline code."""
+        if head in SHELLS or head in INTERPRETERS or head in ("source", "."):
+            inline = [a for a in args if not a.startswith("-") or a in ("-", "/dev/stdin")]
+            code_flag = any(a.startswith("-") and ("c" in a or "e" in a) for a in args)
+            if code_flag and head in INTERPRETERS:
+                text = " ".join(args)
+                if lexical(text) or (_DECODE.search(text) and _SPAWN.search(text)):
+                    return Refusal(f"its inline {head} code may run a gated command")
+            if not code_flag and (not inline or inline[0] in ("-", "/dev/stdin")) and (
+                piped is not None or (here is not None and here.startswith("<"))
+            ):
+                return Refusal(f"it feeds {head} a program plan-build cannot see (from stdin)")
+            if inline and not code_flag:
+                return self.script(inline[0], depth, shell_script=head not in INTERPRETERS)
+            return None
+        if head in FILE_RUNNERS:
+            for name in FILE_RUNNERS[head]:
+                found = self.script(name, depth, shell_script=True)
+                if found is not None:
+                    return found
+            return None
+        return None
+
+    def script(self, path: str, depth: int, *, shell_script: bool) -> Refusal | None:
+        """A file the command runs, read and judged as a command line."""
+        if "$" in path or path in self.read:
+            return None
+        full = path if os.path.isabs(path) or self.cwd is None else os.path.join(self.cwd, path)
+        try:
+            if not os.path.isfile(full):
+                return None
+            with open(full, "rb") as fh:
+                data = fh.read(MAX_SCRIPT)
+        except OSError:
+            return None
+        self.read.add(path)
+        text = data.decode("utf-8", "replace")
+        if shell_script or _SHELL_FILE.search(text[:200]) or path.endswith(".sh"):
+            found = self.command_line(text, depth + 1) or lexical(text)
+        else:
+            found = lexical(text) if _SPAWN.search(text) else None
+        if found is not None:
+            return Refusal(f"the file it runs ({path}): {found.reason}")
+        return None
+
+
+def _first_word(words: Sequence[str]) -> int:
+    """The index of the command word, after `VAR=value` assignments."""
+    i = 0
+    while i < len(words) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[i]):
+        i += 1
+    return i
+
+
+def git_refusal(words: Sequence[str], name: str) -> Refusal | None:
+    """`git [global options] <subcommand> …` as git reads it."""
+    if name.startswith("git-"):
+        return Refusal(f"`{words[0]}` is git's {name[4:]}, which {_what(name[4:])}")
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word in GIT_VALUE_OPTS:
+            value = words[i + 1] if i + 1 < len(words) else ""
+            if word in ("-c", "--config-env") and _ALIAS.search(value):
+                return Refusal(f"it defines a git alias (`-c {value}`), which could commit")
+            i += 2
+            continue
+        if word.startswith("-"):
+            if word.startswith(("-c", "--config-env=")) and _ALIAS.search(word):
+                return Refusal(f"it defines a git alias (`{word}`), which could commit")
+            i += 1
+            continue
+        break
+    if i >= len(words):
+        return None
+    sub = words[i].lower()
+    rest = words[i + 1 :]
+    if sub in GATED_GIT:
+        return Refusal(f"`git {sub}` {_what(sub)}")
+    if "$" in sub or "`" in sub:
+        return Refusal(f"its git subcommand is built at run time (`{words[i]}`)")
+    if sub == "config" and any(_ALIAS.search(w) for w in rest):
+        if not any(w in ("--get", "--get-all", "--get-regexp", "-l", "--list", "get") for w in rest):
+            return Refusal("it defines a git alias, which could commit or push")
+    if sub not in KNOWN_GIT:
+        return Refusal(
+            f"`git {words[i]}` is not a git command plan-build knows (an alias or an add-on "
+            "could commit or push)"
+        )
+    return None
+
+
+def _what(sub: str) -> str:
+    if sub in ("push", "send-pack", "http-push"):
+        return "sends commits away"
+    if sub in ("commit", "commit-tree", "am", "fast-import", "subtree", "replay"):
+        return "makes commits"
+    return "makes commits or moves a branch"
