@@ -287,7 +287,8 @@ class ScriptedMessagesApi(_LoopbackApi):
 
     def __init__(self) -> None:
         super().__init__()
-        self.commands: list[str] = []
+        # a Bash command, or (tool name, tool input) for another tool such as Write
+        self.commands: list[str | tuple[str, dict[str, Any]]] = []
         self.reply = "SCRIPTED-REPLY: done"
         self.tool = "Bash"
 
@@ -302,11 +303,17 @@ class ScriptedMessagesApi(_LoopbackApi):
         tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
         done = len(self._results(body))
         if self.tool in tools and done < len(self.commands):
+            step = self.commands[done]
+            name, tool_input = (
+                (self.tool, {"command": step, "description": f"step {done}"})
+                if isinstance(step, str)
+                else step
+            )
             block = {
                 "type": "tool_use",
                 "id": f"toolu_scripted_{done:03d}",
-                "name": self.tool,
-                "input": {"command": self.commands[done], "description": f"step {done}"},
+                "name": name,
+                "input": tool_input,
             }
             stop = "tool_use"
         else:
@@ -330,7 +337,8 @@ class ScriptedMessagesApi(_LoopbackApi):
         return found
 
     def results(self) -> dict[str, str]:
-        """command → the text of the tool_result Claude sent for it (last request wins)."""
+        """command (or tool name and file path) → the text of the tool_result Claude sent for
+        it (last request wins)."""
         out: dict[str, str] = {}
         for r in self.requests:
             if not isinstance(r.body, dict):
@@ -340,7 +348,9 @@ class ScriptedMessagesApi(_LoopbackApi):
                 content = b.get("content")
                 if isinstance(content, list):
                     content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
-                out[self.commands[index]] = f"{'[error] ' if b.get('is_error') else ''}{content}"
+                step = self.commands[index]
+                key = step if isinstance(step, str) else f"{step[0]} {step[1].get('file_path')}"
+                out[key] = f"{'[error] ' if b.get('is_error') else ''}{content}"
         return out
 
     @staticmethod

@@ -209,4 +209,135 @@ def test_the_deny_rules_alone_stop_the_plain_forms(
         assert results[command].startswith("[error]"), results
 
 
+@pytest.mark.parametrize("guard", [True, False])
+def test_project_settings_written_in_the_session_do_not_switch_the_hooks_off(
+    tmux: Tmux,
+    ready: Path,
+    agents: Agents,
+    scripted: ScriptedMessagesApi,
+    tmp_path: Path,
+    guard: bool,
+) -> None:
+    """The model writes `.claude/settings.local.json` with `disableAllHooks` (Claude watches
+    that file and applies it mid-session), then tries a commit no deny rule names. With the
+    ConfigChange hook the change is refused and the PreToolUse hook still answers; the control
+    run without it shows what the guard is for."""
+    from plan_build.startup import claudelayer
+
+    head, _, _ = staged_change_and_remote(ready)
+    settings = claudelayer.settings("plan")
+    if not guard:
+        del settings["hooks"]["ConfigChange"]  # type: ignore[attr-defined]
+    settings["permissions"] = {"deny": []}
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(settings))
+    local = ready / ".claude" / "settings.local.json"
+    scripted.commands = [
+        f"mkdir -p .claude && printf '%s' '{{\"disableAllHooks\": true}}' > {local}",
+        "sleep 3",
+        "c=commit; git $c -m x",
+    ]
+    env = env_for(agents, ready, scripted)
+    env[claudelayer.HOOK_ENV] = claudelayer.hook_program()
+    argv = ["claude", "--settings", str(path), "--dangerously-skip-permissions", "--", "go"]
+    tmux.start(argv, cwd=ready, env=env)
+    results = wait_for_all(tmux, scripted)
+    tmux.command("/exit", EXIT)
+    committed = git(ready, "rev-parse", "HEAD").strip() != head
+    assert committed == (not guard), results
+    if guard:
+        assert REFUSED in results["c=commit; git $c -m x"]
+
+
+def test_rewriting_the_settings_file_mid_session_changes_nothing(
+    tmux: Tmux,
+    ready: Path,
+    agents: Agents,
+    scripted: ScriptedMessagesApi,
+    tmp_path: Path,
+) -> None:
+    """Claude 2.1.332 keeps a `--settings` file as it read it at start: the model emptying it
+    (here a copy outside .git, which the hook would not name) switches nothing off."""
+    from plan_build.startup import claudelayer
+
+    head, _, _ = staged_change_and_remote(ready)
+    settings = claudelayer.settings("plan")
+    settings["permissions"] = {"deny": []}
+    path = tmp_path / "flag.json"
+    path.write_text(json.dumps(settings))
+    scripted.commands = [
+        f"printf '%s' '{{\"disableAllHooks\": true}}' > {path}",
+        "sleep 3",
+        "c=commit; git $c -m x",
+    ]
+    env = env_for(agents, ready, scripted)
+    env[claudelayer.HOOK_ENV] = claudelayer.hook_program()
+    argv = ["claude", "--settings", str(path), "--dangerously-skip-permissions", "--", "go"]
+    tmux.start(argv, cwd=ready, env=env)
+    results = wait_for_all(tmux, scripted)
+    tmux.command("/exit", EXIT)
+    assert json.loads(path.read_text()) == {"disableAllHooks": True}
+    assert git(ready, "rev-parse", "HEAD").strip() == head
+    assert REFUSED in results["c=commit; git $c -m x"]
+
+
+def test_architect_mode_tells_claude_at_once_when_it_writes_outside_the_task(
+    tmux: Tmux,
+    ready: Path,
+    agents: Agents,
+    scripted: ScriptedMessagesApi,
+    tmp_path: Path,
+) -> None:
+    """PostToolUse on Write: inside the In Progress task's scope nothing is said; outside it,
+    the next request carries plan-build's live-scope message. A Write into .git is refused."""
+    from plan_build.startup import claudelayer
+
+    (ready / "TASKS.md").write_text(TASKS)
+    settings = claudelayer.settings("architect")
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(settings))
+    inside, outside, hidden = ready / "src/audit/page.py", ready / "src/billing.py", ready / ".git/x"
+    scripted.commands = [
+        ("Write", {"file_path": str(inside), "content": "PAGE = 1\n"}),
+        ("Write", {"file_path": str(outside), "content": "BILL = 1\n"}),
+        ("Write", {"file_path": str(hidden), "content": "x\n"}),
+    ]
+    env = env_for(agents, ready, scripted)
+    env[claudelayer.HOOK_ENV] = claudelayer.hook_program()
+    argv = ["claude", "--settings", str(path), "--dangerously-skip-permissions", "--", "go"]
+    tmux.start(argv, cwd=ready, env=env)
+    results = wait_for_all(tmux, scripted)
+    tmux.command("/exit", EXIT)
+    messages = json.dumps([r.body for r in scripted.requests if isinstance(r.body, dict)])
+
+    assert inside.read_text() == "PAGE = 1\n"
+    assert "live scope" not in results[f"Write {inside}"]
+    assert outside.read_text() == "BILL = 1\n"  # written: PostToolUse comes after the tool
+    assert "src/billing.py is outside the current task's scope" in messages, results
+    assert "outside the scope of TASK-001" in messages
+    assert not hidden.exists()
+    assert "inside git's own directory" in results[f"Write {hidden}"], results
+
+
+TASKS = """# Tasks
+
+## TASK-001: Add paging
+- Status: In Progress
+- Dependencies: none
+
+### Objective
+Page the audit log.
+### Scope
+- src/audit/
+### Prompt
+Add paging.
+### Acceptance criteria
+Pages.
+### Tests
+A test.
+### Verification
+- `true`
+"""
+
+
 _ = (run_cli, read_json)
