@@ -101,7 +101,8 @@ def test_a_hook_that_cannot_decide_in_time_refuses() -> None:
         text=True,
         env=env,
     ) as p:
-        assert p.stdin is not None and p.stderr is not None
+        assert p.stdin is not None
+        assert p.stderr is not None
         code = p.wait(timeout=30)
         err = p.stderr.read()
         p.stdin.close()
@@ -154,7 +155,9 @@ def test_user_settings_in_claudes_config_dir_are_guarded(
         (None, 2),
     ],
 )
-def test_config_changes_to_the_settings_files_are_not_applied(source: str | None, code: int) -> None:
+def test_config_changes_to_the_settings_files_are_not_applied(
+    source: str | None, code: int
+) -> None:
     payload = {"hook_event_name": "ConfigChange", "source": source}
     got, _, err = gatehook.run(["config"], json.dumps(payload))
     assert got == code, err
@@ -240,3 +243,9 @@ def test_live_scope_without_a_task_in_progress_says_so(
     payload = {"tool_input": {"file_path": "src/x.py"}, "cwd": str(tmp_path)}
     _, out, _ = gatehook.run(["post-edit", "--mode", "architect"], json.dumps(payload))
     assert "TASKS.md" in json.loads(out)["reason"]  # no TASKS.md: it cannot check, and says so
+
+
+def test_live_scope_names_the_same_records_as_the_archive() -> None:
+    from plan_build.startup import architectrecords, livescope
+
+    assert livescope.RECORDS == architectrecords.RECORDS

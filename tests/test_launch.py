@@ -370,3 +370,20 @@ def test_the_degraded_reason_the_baseline_keeps_holds_no_credential() -> None:
     assert reason.count("looks like a credential") == 2
     assert reason.endswith("memory.health: no AgentMemory server answers")
     assert degraded_reason(Report("standard", checks, None), {}) is None
+
+
+def test_a_settings_file_that_switches_hooks_off_stops_the_launch_before_the_request(
+    cli, ready: Path, stubs: Stubs
+) -> None:
+    (ready / ".claude").mkdir()
+    local = ready / ".claude" / "settings.local.json"
+    local.write_text('{"disableAllHooks": true}\n')
+    dry = cli("plan", "--dry-run", cwd=ready, input="x\nEOF\n")
+    assert dry.code == 3
+    assert "would not launch: Claude Code's hooks are switched off (disableAllHooks)" in dry.stdout
+    r = plan_build(ready, "plan", typed=[])
+    assert r.code == 3, r.output
+    assert f"switched off (disableAllHooks) in {local}" in r.output
+    assert "Describe the work" not in r.output  # refused before the request is asked for
+    assert launched(stubs) == []
+    assert local.read_text() == '{"disableAllHooks": true}\n'  # the user's file, untouched

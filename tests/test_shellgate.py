@@ -60,7 +60,7 @@ REFUSED = [
     "bash <<EOF\ngit commit -m x\nEOF",
     "bash <<< 'git push'",
     "eval 'git commit -m x'",
-    "eval \"$CMD\" git commit",
+    'eval "$CMD" git commit',
     "c=commit; git $c -m x",
     "x=gi; y=t; $x$y commit",
     "GIT=git; $GIT commit",
@@ -98,7 +98,7 @@ REFUSED = [
     "python -m plan_build commit",
     "python3.12 -m plan_build review.approve",
     "python -m invoke commit",
-    "python3 -c 'import subprocess; subprocess.run([\"git\",\"commit\"])'",
+    'python3 -c \'import subprocess; subprocess.run(["git","commit"])\'',
     'node -e \'require("child_process").execSync("git push")\'',
     "perl -e 'system(\"git commit -m x\")'",
     "python -c \"import os,base64; os.system(base64.b64decode('Z2l0IHB1c2g=').decode())\"",
@@ -151,7 +151,8 @@ def test_a_script_the_command_runs_is_read(tmp_path: Path) -> None:
     cwd = str(tmp_path)
     for command in ("bash ship.sh", "./ship.sh", "sh ./ship.sh", "source ship.sh", ". ship.sh"):
         found = refusal(command, cwd=cwd)
-        assert found is not None and "ship.sh" in found.reason, command
+        assert found is not None, command
+        assert "ship.sh" in found.reason, command
     assert refusal("make release", cwd=cwd) is not None
     assert refusal("python tool.py", cwd=cwd) is not None
     assert refusal("bash ok.sh", cwd=cwd) is None

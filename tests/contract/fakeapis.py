@@ -330,10 +330,13 @@ class ScriptedMessagesApi(_LoopbackApi):
         found = []
         for message in body.get("messages") or []:
             content = message.get("content") if isinstance(message, dict) else None
-            for b in content if isinstance(content, list) else []:
-                if isinstance(b, dict) and b.get("type") == "tool_result":
-                    if str(b.get("tool_use_id", "")).startswith("toolu_scripted_"):
-                        found.append(b)
+            found += [
+                b
+                for b in (content if isinstance(content, list) else [])
+                if isinstance(b, dict)
+                and b.get("type") == "tool_result"
+                and str(b.get("tool_use_id", "")).startswith("toolu_scripted_")
+            ]
         return found
 
     def results(self) -> dict[str, str]:
@@ -381,7 +384,10 @@ class ScriptedMessagesApi(_LoopbackApi):
                     "content_block_start",
                     {"type": "content_block_start", "index": 0, "content_block": opening},
                 ),
-                _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+                _sse(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": delta},
+                ),
                 _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
                 _sse(
                     "message_delta",

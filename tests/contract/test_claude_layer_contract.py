@@ -14,6 +14,7 @@ import os
 import shlex
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,24 @@ EVASIONS = [
 def scripted() -> Iterator[ScriptedMessagesApi]:
     with ScriptedMessagesApi() as api:
         yield api  # type: ignore[misc]
+
+
+@dataclass
+class Lab:
+    """A ready repository, the real claude, the scripted model and a private tmux server."""
+
+    tmux: Tmux
+    ready: Path
+    agents: Agents
+    api: ScriptedMessagesApi
+    tmp: Path
+
+
+@pytest.fixture
+def lab(
+    tmux: Tmux, ready: Path, agents: Agents, scripted: ScriptedMessagesApi, tmp_path: Path
+) -> Lab:
+    return Lab(tmux, ready, agents, scripted, tmp_path)
 
 
 def env_for(agents: Agents, repo: Path, api: ScriptedMessagesApi) -> dict[str, str]:
@@ -80,14 +99,10 @@ def wait_for_all(tmux: Tmux, api: ScriptedMessagesApi) -> dict[str, str]:
 
 
 def test_no_wrapper_gets_a_commit_push_or_approval_past_the_layer(
-    tmux: Tmux,
-    ready: Path,
-    agents: Agents,
-    plugins: Plugins,
-    scripted: ScriptedMessagesApi,
-    tmp_path: Path,
+    lab: Lab, plugins: Plugins
 ) -> None:
     """Through plan-build's own launch (`plan --yolo`: bypass mode, the weakest Claude has)."""
+    tmux, ready, agents, scripted, tmp_path = lab.tmux, lab.ready, lab.agents, lab.api, lab.tmp
     repo = ready
     head, remote, remote_refs = staged_change_and_remote(repo)
     marker = tmp_path / "allowed-ran"
@@ -117,16 +132,13 @@ def test_no_wrapper_gets_a_commit_push_or_approval_past_the_layer(
 
 @pytest.mark.parametrize("broken", ["unset", "missing", "crashing", "slow"])
 def test_a_hook_that_cannot_answer_refuses(
-    tmux: Tmux,
-    ready: Path,
-    agents: Agents,
-    scripted: ScriptedMessagesApi,
-    tmp_path: Path,
+    lab: Lab,
     broken: str,
 ) -> None:
     """plan-build's settings with the hook program broken: the variable unset, its Python
     missing, crashing (exit 1) or too slow (Claude's timeout, here 3 s). `echo` is named by no
     deny rule, so only the hook's failure can stop it."""
+    tmux, ready, agents, scripted, tmp_path = lab.tmux, lab.ready, lab.agents, lab.api, lab.tmp
     from plan_build.startup import claudelayer
 
     fake = tmp_path / "python"
@@ -159,15 +171,12 @@ def test_a_hook_that_cannot_answer_refuses(
 
 @pytest.mark.parametrize("on_failure", [None, "block"])
 def test_claude_lets_a_crashing_hook_through_unless_it_is_marked_block(
-    tmux: Tmux,
-    ready: Path,
-    agents: Agents,
-    scripted: ScriptedMessagesApi,
-    tmp_path: Path,
+    lab: Lab,
     on_failure: str | None,
 ) -> None:
     """Why plan-build's hook is wrapped *and* marked: by default Claude runs the tool when a
     hook exits with anything but 0 or 2; `onFailure: "block"` alone turns that into a refusal."""
+    tmux, ready, agents, scripted, tmp_path = lab.tmux, lab.ready, lab.agents, lab.api, lab.tmp
     hook: dict[str, object] = {"type": "command", "command": "exit 1"}
     if on_failure is not None:
         hook["onFailure"] = on_failure
@@ -184,13 +193,10 @@ def test_claude_lets_a_crashing_hook_through_unless_it_is_marked_block(
 
 
 def test_the_deny_rules_alone_stop_the_plain_forms(
-    tmux: Tmux,
-    ready: Path,
-    agents: Agents,
-    scripted: ScriptedMessagesApi,
-    tmp_path: Path,
+    lab: Lab,
 ) -> None:
     """The second layer on its own (no hooks at all), in bypass mode."""
+    tmux, ready, agents, scripted, tmp_path = lab.tmux, lab.ready, lab.agents, lab.api, lab.tmp
     from plan_build.startup import claudelayer
 
     head, remote, remote_refs = staged_change_and_remote(ready)
@@ -211,17 +217,14 @@ def test_the_deny_rules_alone_stop_the_plain_forms(
 
 @pytest.mark.parametrize("guard", [True, False])
 def test_project_settings_written_in_the_session_do_not_switch_the_hooks_off(
-    tmux: Tmux,
-    ready: Path,
-    agents: Agents,
-    scripted: ScriptedMessagesApi,
-    tmp_path: Path,
+    lab: Lab,
     guard: bool,
 ) -> None:
     """The model writes `.claude/settings.local.json` with `disableAllHooks` (Claude watches
     that file and applies it mid-session), then tries a commit no deny rule names. With the
     ConfigChange hook the change is refused and the PreToolUse hook still answers; the control
     run without it shows what the guard is for."""
+    tmux, ready, agents, scripted, tmp_path = lab.tmux, lab.ready, lab.agents, lab.api, lab.tmp
     from plan_build.startup import claudelayer
 
     head, _, _ = staged_change_and_remote(ready)
@@ -250,14 +253,11 @@ def test_project_settings_written_in_the_session_do_not_switch_the_hooks_off(
 
 
 def test_rewriting_the_settings_file_mid_session_changes_nothing(
-    tmux: Tmux,
-    ready: Path,
-    agents: Agents,
-    scripted: ScriptedMessagesApi,
-    tmp_path: Path,
+    lab: Lab,
 ) -> None:
     """Claude 2.1.332 keeps a `--settings` file as it read it at start: the model emptying it
     (here a copy outside .git, which the hook would not name) switches nothing off."""
+    tmux, ready, agents, scripted, tmp_path = lab.tmux, lab.ready, lab.agents, lab.api, lab.tmp
     from plan_build.startup import claudelayer
 
     head, _, _ = staged_change_and_remote(ready)
@@ -282,21 +282,22 @@ def test_rewriting_the_settings_file_mid_session_changes_nothing(
 
 
 def test_architect_mode_tells_claude_at_once_when_it_writes_outside_the_task(
-    tmux: Tmux,
-    ready: Path,
-    agents: Agents,
-    scripted: ScriptedMessagesApi,
-    tmp_path: Path,
+    lab: Lab,
 ) -> None:
     """PostToolUse on Write: inside the In Progress task's scope nothing is said; outside it,
     the next request carries plan-build's live-scope message. A Write into .git is refused."""
+    tmux, ready, agents, scripted, tmp_path = lab.tmux, lab.ready, lab.agents, lab.api, lab.tmp
     from plan_build.startup import claudelayer
 
     (ready / "TASKS.md").write_text(TASKS)
     settings = claudelayer.settings("architect")
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(settings))
-    inside, outside, hidden = ready / "src/audit/page.py", ready / "src/billing.py", ready / ".git/x"
+    inside, outside, hidden = (
+        ready / "src/audit/page.py",
+        ready / "src/billing.py",
+        ready / ".git/x",
+    )
     scripted.commands = [
         ("Write", {"file_path": str(inside), "content": "PAGE = 1\n"}),
         ("Write", {"file_path": str(outside), "content": "BILL = 1\n"}),

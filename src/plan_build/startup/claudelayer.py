@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,6 +115,26 @@ def plan(repo: Repo, mode: str) -> Layer:
 
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return Layer(repo.state_dir / "claude" / f"settings-{digest}.json", text)
+
+
+def switched_off(repo: Repo, env: Mapping[str, str]) -> list[str]:
+    """Settings files that turn every hook off (`disableAllHooks`), plan-build's with them.
+    The ConfigChange hook keeps a session from writing one; one written before the launch
+    would hold from the start, so the launch refuses."""
+    config = env.get("CLAUDE_CONFIG_DIR") or str(
+        Path(env.get("HOME") or "~").expanduser() / ".claude"
+    )
+    files = [repo.root / ".claude" / n for n in ("settings.json", "settings.local.json")]
+    files.append(Path(config) / "settings.json")
+    found = []
+    for path in files:
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        if isinstance(value, dict) and value.get("disableAllHooks") is True:
+            found.append(str(path))
+    return found
 
 
 def write(layer: Layer) -> None:

@@ -43,12 +43,12 @@ def main(argv: list[str] | None = None) -> None:
         signal.signal(signal.SIGALRM, _too_slow)
         signal.setitimer(signal.ITIMER_REAL, DEADLINE)
         code, out, err = run(args, sys.stdin.read(4 * 1024 * 1024))
-    except BaseException as exc:  # noqa: BLE001 - every failure refuses
+    except BaseException as exc:  # every failure refuses
         code, out, err = BLOCK, "", f"plan-build's hook failed ({type(exc).__name__}); {ASK_USER}"
     _finish(code, out, err)
 
 
-def _too_slow(signum: int, frame: object) -> None:
+def _too_slow(_signum: int, _frame: object) -> None:
     _finish(BLOCK, "", f"plan-build's hook did not decide within {DEADLINE:g} s; {ASK_USER}")
 
 
@@ -97,7 +97,7 @@ def run(args: list[str], raw: str) -> tuple[int, str, str]:
             return 0, "", ""
         return BLOCK, "", f"plan-build refused this command: {found.reason}. {ASK_USER}"
     if event == "pre-edit":
-        reason = protected_write(_path(tool_input), cwd, opts)
+        reason = protected_write(_path(tool_input), cwd)
         if reason is None:
             return 0, "", ""
         return BLOCK, "", f"plan-build refused this write: {reason}."
@@ -126,7 +126,7 @@ def _path(tool_input: dict[str, object]) -> str | None:
     return None
 
 
-def protected_write(path: str | None, cwd: str | None, opts: dict[str, str]) -> str | None:
+def protected_write(path: str | None, cwd: str | None) -> str | None:
     """Why the Edit/Write tools may not write `path`, or None."""
     if path is None:
         return "the tool named no file, so plan-build cannot tell where it would write"
@@ -140,9 +140,9 @@ def protected_write(path: str | None, cwd: str | None, opts: dict[str, str]) -> 
             "as launched (ask the user to change it outside the session)"
         )
     config_dir = os.environ.get("CLAUDE_CONFIG_DIR")
-    if config_dir and parts[-1] in SETTINGS_NAMES:
-        if os.path.dirname(full) == os.path.realpath(config_dir):
-            return f"{path} is Claude Code's user settings file"
+    in_config = config_dir and os.path.dirname(full) == os.path.realpath(config_dir)
+    if in_config and parts[-1] in SETTINGS_NAMES:
+        return f"{path} is Claude Code's user settings file"
     return None
 
 

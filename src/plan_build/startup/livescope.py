@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from plan_build.dispatch.scope import Scope
 
+# architectrecords.RECORDS and its archive folder (a test keeps them equal): importing that
+# module would cost every hook call ~10 ms of datetime and shutil
+RECORDS = ("SPEC.md", "TASKS.md", "ADR.md", "CHANGELOG.md")
 RECORD_DIRS = ("docs/archive/",)
 
 
@@ -31,8 +34,6 @@ def after_write(path: str | None, cwd: str | None, opts: dict[str, str]) -> tupl
     if rel == ".." or rel.startswith(".." + os.sep):
         return tell(f"{path} is outside the repository ({root}); plan-build's session is there")
     rel = rel.replace(os.sep, "/")
-    from plan_build.startup.architectrecords import RECORDS
-
     if rel in RECORDS or rel.startswith(RECORD_DIRS):
         return 0, "", ""
     tasks, problem = in_progress(root)

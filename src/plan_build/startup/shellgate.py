@@ -97,7 +97,8 @@ _SPAWN = re.compile(r"subprocess|os\.system|popen|exec|spawn|system\(|child_proc
                     r"\bsh\b|\bbash\b|Command\(", re.IGNORECASE)  # fmt: skip
 _DYNAMIC = re.compile(r"[$`]|\beval\b|<<<")
 _GATED_WORD = re.compile(
-    r"(?<![\w.-])(?:" + "|".join(re.escape(w) for w in sorted(GATED_GIT | GATED_TASKS))
+    r"(?<![\w.-])(?:"
+    + "|".join(re.escape(w) for w in sorted(GATED_GIT | GATED_TASKS))
     + r")(?![\w-])",
     re.IGNORECASE,
 )
@@ -181,7 +182,9 @@ def simple_commands(tokens: Sequence[str]) -> Iterator[tuple[list[str], str | No
     i = 0
     while i < len(tokens):
         tok = tokens[i]
-        if tok in REDIRECTS or (tok.isdigit() and i + 1 < len(tokens) and tokens[i + 1] in REDIRECTS):
+        if tok in REDIRECTS or (
+            tok.isdigit() and i + 1 < len(tokens) and tokens[i + 1] in REDIRECTS
+        ):
             if tok.isdigit():
                 i += 1
                 tok = tokens[i]
@@ -225,24 +228,9 @@ class _Judge:
     def simple(
         self, words: list[str], here: str | None, piped: str | None, depth: int
     ) -> Refusal | None:
-        for i, word in enumerate(words):
-            name = program_name(word)
-            if "$" in word and i == _first_word(words):
-                text = " ".join(words)
-                if (
-                    _GATED_WORD.search(text)
-                    or _DECODE.search(text)
-                    or any("$" in w for w in words[i + 1 :])
-                ):
-                    return Refusal(f"its program is built at run time (`{word}`)")
-            if name in GIT_NAMES or (name.startswith("git-") and name[4:] in GATED_GIT):
-                found = git_refusal(words[i:], name)
-                if found is not None:
-                    return found
-            if name in PB_NAMES:
-                gated = next((w for w in words[i + 1 :] if w.lower() in GATED_TASKS), None)
-                if gated is not None:
-                    return Refusal(f"it runs plan-build's `{gated}`, which needs the user")
+        named = gated_names(words)
+        if named is not None:
+            return named
         first = _first_word(words)
         head = program_name(words[first]) if first < len(words) else ""
         if head == "eval":
@@ -273,8 +261,10 @@ class _Judge:
                 text = " ".join(args)
                 if lexical(text) or (_DECODE.search(text) and _SPAWN.search(text)):
                     return Refusal(f"its inline {head} code may run a gated command")
-            if not code_flag and (not inline or inline[0] in ("-", "/dev/stdin")) and (
-                piped is not None or (here is not None and here.startswith("<"))
+            if (
+                not code_flag
+                and (not inline or inline[0] in ("-", "/dev/stdin"))
+                and (piped is not None or (here is not None and here.startswith("<")))
             ):
                 return Refusal(f"it feeds {head} a program plan-build cannot see (from stdin)")
             if inline and not code_flag:
@@ -309,6 +299,30 @@ class _Judge:
         if found is not None:
             return Refusal(f"the file it runs ({path}): {found.reason}")
         return None
+
+
+def gated_names(words: list[str]) -> Refusal | None:
+    """Any word of a simple command that names git or plan-build, read with what follows it
+    (so no prefix, known or not, hides it), or a command word built at run time."""
+    for i, word in enumerate(words):
+        name = program_name(word)
+        if "$" in word and i == _first_word(words):
+            text = " ".join(words)
+            if (
+                _GATED_WORD.search(text)
+                or _DECODE.search(text)
+                or any("$" in w for w in words[i + 1 :])
+            ):
+                return Refusal(f"its program is built at run time (`{word}`)")
+        if name in GIT_NAMES or (name.startswith("git-") and name[4:] in GATED_GIT):
+            found = git_refusal(words[i:], name)
+            if found is not None:
+                return found
+        if name in PB_NAMES:
+            gated = next((w for w in words[i + 1 :] if w.lower() in GATED_TASKS), None)
+            if gated is not None:
+                return Refusal(f"it runs plan-build's `{gated}`, which needs the user")
+    return None
 
 
 def _first_word(words: Sequence[str]) -> int:
@@ -346,9 +360,9 @@ def git_refusal(words: Sequence[str], name: str) -> Refusal | None:
         return Refusal(f"`git {sub}` {_what(sub)}")
     if "$" in sub or "`" in sub:
         return Refusal(f"its git subcommand is built at run time (`{words[i]}`)")
-    if sub == "config" and any(_ALIAS.search(w) for w in rest):
-        if not any(w in ("--get", "--get-all", "--get-regexp", "-l", "--list", "get") for w in rest):
-            return Refusal("it defines a git alias, which could commit or push")
+    reading = ("--get", "--get-all", "--get-regexp", "-l", "--list", "get")
+    if sub == "config" and any(_ALIAS.search(w) for w in rest) and not set(rest) & set(reading):
+        return Refusal("it defines a git alias, which could commit or push")
     if sub not in KNOWN_GIT:
         return Refusal(
             f"`git {words[i]}` is not a git command plan-build knows (an alias or an add-on "
