@@ -103,6 +103,10 @@ REFUSED = [
     "perl -e 'system(\"git commit -m x\")'",
     "python -c \"import os,base64; os.system(base64.b64decode('Z2l0IHB1c2g=').decode())\"",
     "echo unfinished 'quote git commit",
+    "git hash-object -w -t commit --stdin < c",
+    "printf '%s' abc > .git/refs/heads/main",
+    "cp x .git//HEAD",
+    "rm .git/plan-build/claude/settings-0.json",
 ]
 
 ALLOWED = [
@@ -148,6 +152,12 @@ def test_a_script_the_command_runs_is_read(tmp_path: Path) -> None:
     (tmp_path / "Makefile").write_text("release:\n\tgit commit -am release\n")
     (tmp_path / "tool.py").write_text("import subprocess\nsubprocess.run(['git', 'push'])\n")
     (tmp_path / "plain.py").write_text("# about git commit messages\nprint('hi')\n")
+    (tmp_path / "hidden.py").write_text(
+        "import subprocess\nsubprocess.run([chr(103) + 'it', 'com' + 'mit'])\n"
+    )
+    (tmp_path / "decodes.py").write_text(
+        "import subprocess\nout = subprocess.run(['ls'], capture_output=True).stdout.decode()\n"
+    )
     cwd = str(tmp_path)
     for command in ("bash ship.sh", "./ship.sh", "sh ./ship.sh", "source ship.sh", ". ship.sh"):
         found = refusal(command, cwd=cwd)
@@ -157,6 +167,8 @@ def test_a_script_the_command_runs_is_read(tmp_path: Path) -> None:
     assert refusal("python tool.py", cwd=cwd) is not None
     assert refusal("bash ok.sh", cwd=cwd) is None
     assert refusal("python plain.py", cwd=cwd) is None  # text that spawns nothing
+    assert refusal("python hidden.py", cwd=cwd) is not None  # builds its program from text
+    assert refusal("python decodes.py", cwd=cwd) is None
 
 
 def test_odd_input_is_refused_or_passed_but_never_crashes() -> None:

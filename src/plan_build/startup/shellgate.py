@@ -92,9 +92,10 @@ _PB_WORD = re.compile(r"(?<![\w.-])(?:plan[-_]build|inv|invoke|tasks\.py)(?![\w]
 _PB_GATED = re.compile(r"(?<![\w.-])(?:commit|review[.-]approve)(?![\w-])", re.IGNORECASE)
 _ALIAS = re.compile(r"(?<![\w.])alias\.", re.IGNORECASE)
 _DECODE = re.compile(r"base64|b64decode|fromhex|unhexlify|\\x[0-9a-f]{2}|\\[0-7]{3}|chr\(|xxd|"
-                     r"\brev\b|\btr\b|rot13|decode\(|atob|Buffer\.from", re.IGNORECASE)  # fmt: skip
+                     r"\brev\b|\btr\b|rot13|atob|Buffer\.from", re.IGNORECASE)  # fmt: skip
 _SPAWN = re.compile(r"subprocess|os\.system|popen|exec|spawn|system\(|child_process|`|"
                     r"\bsh\b|\bbash\b|Command\(", re.IGNORECASE)  # fmt: skip
+_GIT_STATE = re.compile(r"\.git/+(?:refs|HEAD|packed-refs|plan-build|index\b)|packed-refs")
 _DYNAMIC = re.compile(r"[$`]|\beval\b|<<<")
 _GATED_WORD = re.compile(
     r"(?<![\w.-])(?:"
@@ -125,6 +126,8 @@ def refusal(command: str, *, cwd: str | None = None) -> Refusal | None:
     if len(command) > MAX_TEXT or "\0" in command:
         return Refusal("the command is too long or holds a NUL byte for plan-build to read")
     found = _Judge(cwd).command_line(command, 0)
+    if found is None and _GIT_STATE.search(command):
+        found = Refusal("it names git's own refs or plan-build's state inside .git")
     if found is None and _DYNAMIC.search(command):
         found = lexical(command)
     return found
@@ -294,8 +297,14 @@ class _Judge:
         text = data.decode("utf-8", "replace")
         if shell_script or _SHELL_FILE.search(text[:200]) or path.endswith(".sh"):
             found = self.command_line(text, depth + 1) or lexical(text)
+        elif _SPAWN.search(text):
+            found = lexical(text)
+            if found is None and _DECODE.search(text):
+                found = Refusal(
+                    "it runs programs from text it decodes, which plan-build cannot read"
+                )
         else:
-            found = lexical(text) if _SPAWN.search(text) else None
+            found = None
         if found is not None:
             return Refusal(f"the file it runs ({path}): {found.reason}")
         return None
@@ -358,6 +367,8 @@ def git_refusal(words: Sequence[str], name: str) -> Refusal | None:
     rest = words[i + 1 :]
     if sub in GATED_GIT:
         return Refusal(f"`git {sub}` {_what(sub)}")
+    if sub == "hash-object" and "commit" in rest:
+        return Refusal("`git hash-object -t commit` makes commits")
     if "$" in sub or "`" in sub:
         return Refusal(f"its git subcommand is built at run time (`{words[i]}`)")
     reading = ("--get", "--get-all", "--get-regexp", "-l", "--list", "get")
