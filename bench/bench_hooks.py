@@ -8,6 +8,7 @@ layer's command through `sh -c`, Claude's JSON on stdin, to exit.
     pre-bash: `bash ship.sh` (a script is read)    50 ms                      <= 1.0x
     pre-edit, config                               50 ms                      <= 1.0x
     post-edit (architect, TASKS.md of 50 tasks)    50 ms                      <= 1.0x
+    post-bash (architect): no write / a write      50 ms                      <= 1.0x
     the floor: `sh -c` running `python -I -S -c pass`, the same way   (shown beside each)
 
 Every hook call sits in front of a tool call the model waits for. Nothing is asserted.
@@ -67,6 +68,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "TASKS.md").write_text(tasks_md(50))
+        state = root / "state"  # live scope's cache of the scopes, as under .git/plan-build
+        (state / "claude").mkdir(parents=True)
         (root / "ship.sh").write_text("#!/bin/sh\n" + "echo step\n" * 200 + "git push\n")
         env = {"PATH": "/usr/bin:/bin", claudelayer.HOOK_ENV: claudelayer.hook_program()}
         env["CLAUDE_PROJECT_DIR"] = str(root)
@@ -84,6 +87,12 @@ def main() -> None:
             "pre-edit": ("pre-edit", "plan", edit),
             "config (refused)": ("config", "plan", json.dumps({"source": "local_settings"})),
             "post-edit, architect, 50 tasks": ("post-edit", "architect", edit),
+            "post-bash `pytest -q` (writes nothing)": ("post-bash", "architect", bash("pytest -q")),
+            "post-bash `echo > x`, architect, 50 tasks": (
+                "post-bash",
+                "architect",
+                bash("echo 1 > pkg050/a.py"),
+            ),
         }
         floor_cmd = shlex.join([sys.executable, "-I", "-S", "-c", "pass"])
         floor: list[float] = []
@@ -91,7 +100,7 @@ def main() -> None:
         for round_ in range(runs + 1):  # round 0 warms the page cache
             f = call(floor_cmd, "", env)
             got = {
-                name: call(claudelayer.hook_command(event, mode=mode), payload, env)
+                name: call(claudelayer.hook_command(event, mode=mode, state=state), payload, env)
                 for name, (event, mode, payload) in cases.items()
             }
             if round_:

@@ -249,3 +249,56 @@ def test_live_scope_names_the_same_records_as_the_archive() -> None:
     from plan_build.startup import architectrecords, livescope
 
     assert livescope.RECORDS == architectrecords.RECORDS
+
+
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        ("echo 1 > src/audit/page.py", None),
+        ("pytest -q > /dev/null 2>&1", None),
+        ("git status", None),
+        ("echo 1 > src/billing.py", "src/billing.py is outside"),
+        ("cat x | tee -a notes.txt", "notes.txt is outside"),
+        ("cp a.py src/other.py", "src/other.py is outside"),
+        ("sed -i s/a/b/ README.md", "README.md is outside"),
+        ("bash -c 'touch src/new.py'", "src/new.py is outside"),
+        ("rm -rf src/legacy", "src/legacy is outside"),
+        ("echo '# spec' >> SPEC.md", None),
+    ],
+)
+def test_live_scope_reads_what_a_bash_command_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, said: str | None
+) -> None:
+    (tmp_path / "TASKS.md").write_text(TASKS)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
+    payload = {"tool_name": "Bash", "tool_input": {"command": command}, "cwd": str(tmp_path)}
+    code, out, err = gatehook.run(["post-bash", "--mode", "architect"], json.dumps(payload))
+    assert code == 0, err
+    if said is None:
+        assert out == ""
+    else:
+        assert said in json.loads(out)["reason"]
+
+
+def test_live_scope_keeps_the_scopes_until_tasks_md_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo, state = tmp_path / "repo", tmp_path / "state"
+    (state / "claude").mkdir(parents=True)
+    repo.mkdir()
+    (repo / "TASKS.md").write_text(TASKS)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(repo))
+    args = ["post-edit", "--mode", "architect", "--state", str(state)]
+
+    def said(path: str) -> str:
+        payload = {"tool_input": {"file_path": path}, "cwd": str(repo)}
+        return gatehook.run(args, json.dumps(payload))[1]
+
+    assert said("src/billing.py") != ""
+    kept = json.loads((state / "claude" / "scopes.json").read_text())
+    assert kept["tasks"] == [["TASK-001", ["src/audit/"]]]
+    assert said("src/audit/x.py") == ""  # answered from the cache
+    # TASK-002 starts: TASKS.md changes, so the cache is read again from the file
+    (repo / "TASKS.md").write_text(TASKS.replace("- Status: Pending", "- Status: In Progress"))
+    assert said("src/billing.py") == ""
+    assert said("src/elsewhere.py") != ""

@@ -189,9 +189,11 @@ def test_architect_resume_and_new(ready: Path, stubs: Stubs) -> None:
     assert "Start mode: **archive-and-start-new**" in prompt
     assert launched(stubs)[-1]["argv"][2] == "--dangerously-skip-permissions"
     layer = json.loads(Path(launched(stubs)[-1]["argv"][1]).read_text())
-    assert layer["hooks"]["PostToolUse"][0]["hooks"][0]["command"] == (
-        "eval \"$PLAN_BUILD_HOOK\" 'post-edit --mode architect' || exit 2"
-    )
+    state = ready / ".git" / "plan-build"
+    assert [g["hooks"][0]["command"] for g in layer["hooks"]["PostToolUse"]] == [
+        f"eval \"$PLAN_BUILD_HOOK\" 'post-{what} --mode architect --state {state}' || exit 2"
+        for what in ("edit", "bash")
+    ]
     [archive] = list((ready / "docs" / "archive").iterdir())
     assert sorted(p.name for p in archive.iterdir()) == ["SPEC.md", "TASKS.md"]
     assert (archive / "SPEC.md").read_text() == "# old spec\n"

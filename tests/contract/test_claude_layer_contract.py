@@ -302,6 +302,7 @@ def test_architect_mode_tells_claude_at_once_when_it_writes_outside_the_task(
         ("Write", {"file_path": str(inside), "content": "PAGE = 1\n"}),
         ("Write", {"file_path": str(outside), "content": "BILL = 1\n"}),
         ("Write", {"file_path": str(hidden), "content": "x\n"}),
+        "echo 'TAX = 1' > src/tax.py",
     ]
     env = env_for(agents, ready, scripted)
     env[claudelayer.HOOK_ENV] = claudelayer.hook_program()
@@ -318,6 +319,7 @@ def test_architect_mode_tells_claude_at_once_when_it_writes_outside_the_task(
     assert "outside the scope of TASK-001" in messages
     assert not hidden.exists()
     assert "inside git's own directory" in results[f"Write {hidden}"], results
+    assert "src/tax.py is outside the current task's scope" in messages  # through Bash too
 
 
 TASKS = """# Tasks

@@ -67,10 +67,12 @@ def hook_program(python: str | None = None) -> str:
     return shlex.join([python or sys.executable, "-I", "-S", "-c", bootstrap])
 
 
-def hook_command(event: str, *, mode: str) -> str:
+def hook_command(event: str, *, mode: str, state: Path | None = None) -> str:
     """The shell command Claude runs for one hook. `|| exit 2`: no failure of the shell or of
-    Python (the variable unset, Python missing, an import error) lets a call through."""
-    args = shlex.join([event, "--mode", mode])
+    Python (the variable unset, Python missing, an import error) lets a call through. `state`:
+    where live scope may keep its cache (the repository's plan-build folder)."""
+    words = [event, "--mode", mode, *(["--state", str(state)] if state is not None else [])]
+    args = shlex.join(words)
     return f'eval "${HOOK_ENV}" {shlex.quote(args)} || exit 2'
 
 
@@ -85,11 +87,14 @@ def deny_rules(launchers: tuple[str, ...] = ()) -> list[str]:
     return rules
 
 
-def settings(mode: str, *, launchers: tuple[str, ...] = ()) -> dict[str, object]:
+def settings(
+    mode: str, *, launchers: tuple[str, ...] = (), state: Path | None = None
+) -> dict[str, object]:
     def hook(event: str) -> dict[str, object]:
+        live = state if event.startswith("post-") else None
         return {
             "type": "command",
-            "command": hook_command(event, mode=mode),
+            "command": hook_command(event, mode=mode, state=live),
             "timeout": HOOK_TIMEOUT,
             "onFailure": "block",
         }
@@ -102,7 +107,10 @@ def settings(mode: str, *, launchers: tuple[str, ...] = ()) -> dict[str, object]
         "ConfigChange": [{"matcher": GUARDED_SETTINGS, "hooks": [hook("config")]}],
     }
     if mode == "architect":
-        hooks["PostToolUse"] = [{"matcher": FILE_TOOLS, "hooks": [hook("post-edit")]}]
+        hooks["PostToolUse"] = [
+            {"matcher": FILE_TOOLS, "hooks": [hook("post-edit")]},
+            {"matcher": "Bash", "hooks": [hook("post-bash")]},
+        ]
     return {"permissions": {"deny": deny_rules(launchers)}, "hooks": hooks}
 
 
@@ -110,7 +118,12 @@ def plan(repo: Repo, mode: str) -> Layer:
     """The settings for a session of `mode` in `repo`, and the file they go to."""
     launcher = proc.which("plan-build")
     launchers = (launcher,) if launcher else ()
-    text = json.dumps(settings(mode, launchers=launchers), indent=2, sort_keys=True) + "\n"
+    text = (
+        json.dumps(
+            settings(mode, launchers=launchers, state=repo.state_dir), indent=2, sort_keys=True
+        )
+        + "\n"
+    )
     import hashlib  # only a launch needs it
 
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -13,8 +13,8 @@ Events:
   directory, plan-build's state, or Claude's settings files;
 - `config` (ConfigChange): a change to user, project or local settings is not applied for the
   rest of the session;
-- `post-edit` (PostToolUse, architect mode): a write outside the architect records and the scope
-  of the task in progress is reported to Claude at once (startup/livescope.py).
+- `post-edit`, `post-bash` (PostToolUse, architect mode): a write outside the architect records
+  and the scope of the task in progress is reported to Claude at once (startup/livescope.py).
 
 Standard library only (and shellgate); the live-scope check imports what it needs itself.
 """
@@ -115,6 +115,11 @@ def run(args: list[str], raw: str) -> tuple[int, str, str]:
         from plan_build.startup import livescope
 
         return livescope.after_write(_path(tool_input), cwd, opts)
+    if event == "post-bash":
+        from plan_build.startup import livescope
+
+        command = tool_input.get("command")
+        return livescope.after_bash(command if isinstance(command, str) else None, cwd, opts)
     return BLOCK, "", f"plan-build's hook does not know the event {event!r}; {ASK_USER}"
 
 

@@ -103,7 +103,7 @@ _GATED_WORD = re.compile(
     + r")(?![\w-])",
     re.IGNORECASE,
 )
-_META = re.compile(r"[\s;&|()<>`$]")
+META = re.compile(r"[\s;&|()<>`$]")
 _SHELL_FILE = re.compile(r"^#!.*\b(?:sh|bash|dash|zsh|ksh)\b")
 OPERATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "\n", "(", ")", "!", "{", "}"})
 REDIRECTS = frozenset({"<", ">", ">>", "<<", "<<-", "<<<", ">&", "<&", "&>", "&>>", ">|", "<>"})
@@ -245,7 +245,7 @@ class _Judge:
         if unseen is not None:
             return unseen
         for word in words:  # `bash -c "…"`, `ssh host "…"`, `watch "…"`: split again
-            if _META.search(word):
+            if META.search(word):
                 found = self.command_line(word, depth + 1)
                 if found is not None:
                     return found
