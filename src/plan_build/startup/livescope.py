@@ -9,9 +9,10 @@ alone. A command that writes through a program of its own is not seen here; `ver
 checks the whole intended change. The write has happened; the answer is Claude's documented
 way to feed a message back (`decision: "block"` with a reason, which Claude shows the model,
 and the same text as `additionalContext`). Allowed without a word: the architect records
-(SPEC.md, TASKS.md, ADR.md, CHANGELOG.md, the archive) and the scope of every task that is In Progress, matched by the
-same rules dispatch checks Codex's attempts with (dispatch/scope.py). Anything else joins the
-session's intended change, which `verify` and `commit` would take, without a task behind it.
+(SPEC.md, TASKS.md, ADR.md, CHANGELOG.md, the archive) and the scope of every task that is
+In Progress, matched by the same rules dispatch checks Codex's attempts with
+(dispatch/scope.py). Anything else joins the session's intended change, which `verify` and
+`commit` would take, without a task behind it.
 """
 
 from __future__ import annotations
