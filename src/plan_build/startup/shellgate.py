@@ -20,15 +20,20 @@ The test is structural first, then lexical, and fails closed:
 - a program that cannot be seen is refused: text piped into a shell or an interpreter, a
   command word built at run time (`$x commit`), `eval` of anything but literal text, inline
   code (`python -c`) that mentions a gated word;
-- a script file the command runs (`bash x.sh`, `./x.sh`, `source x`, `python x.py`, `make`)
-  is read (first 256 KiB) and judged the same way;
+- a script file the command runs (`bash x.sh`, `./x.sh`, `source x`, `python x.py`, `make`,
+  `npm run x`), after any wrappers, is read (first 256 KiB) and judged the same way; a shell
+  started with no program it can see (`bash <(…)`, `sh -c "$(cat x)"`) is refused;
 - finally the text as a whole: a git word beside a gated git subcommand, or a plan-build word
   beside a gated task, anywhere in it, is refused: plan-build cannot tell for certain that it
   is only mentioned. The reason says how to search or write such text without Bash.
+
+The module is over 400 lines on purpose: one judgement read top to bottom, in one file that the
+hook imports alone (every extra module is start-up time in front of a tool call).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -79,13 +84,18 @@ INTERPRETERS = frozenset({"python", "perl", "ruby", "node", "nodejs", "deno", "b
                           "lua", "tclsh", "awk", "gawk", "mawk", "osascript", "pwsh"})  # fmt: skip
 # programs that run a file named in the working directory
 FILE_RUNNERS = {"make": ("Makefile", "makefile", "GNUmakefile"), "just": ("justfile",)}
+PACKAGE_RUNNERS = frozenset({"npm", "yarn", "pnpm", "bun"})
 MAX_DEPTH = 6
 MAX_SCRIPT = 256 * 1024
 MAX_TEXT = 1024 * 1024
 
-_GIT_WORD = re.compile(r"(?<![\w.-])(?:git|hub)(?![\w.])", re.IGNORECASE)
+_GIT_WORD = re.compile(
+    r"(?<![\w.])(?:git|hub|dulwich|pygit2|nodegit|libgit2|jgit|gitoxide)(?![\w.])", re.IGNORECASE
+)
+_GITLIB = re.compile(r"dulwich|pygit2|nodegit|libgit2|isomorphic-git|simple-git|\bimport git\b|"
+                     r"from git import|jgit|go-git|gitoxide", re.IGNORECASE)  # fmt: skip
 _GIT_GATED = re.compile(
-    r"(?<![\w.-])(?:" + "|".join(re.escape(w) for w in sorted(GATED_GIT)) + r")(?![\w-])",
+    r"(?<![\w-])(?:" + "|".join(re.escape(w) for w in sorted(GATED_GIT)) + r")(?![\w-])",
     re.IGNORECASE,
 )
 _PB_WORD = re.compile(r"(?<![\w.-])(?:plan[-_]build|inv|invoke|tasks\.py)(?![\w])", re.IGNORECASE)
@@ -95,8 +105,10 @@ _DECODE = re.compile(r"base64|b64decode|fromhex|unhexlify|\\x[0-9a-f]{2}|\\[0-7]
                      r"\brev\b|\btr\b|rot13|atob|Buffer\.from", re.IGNORECASE)  # fmt: skip
 _SPAWN = re.compile(r"subprocess|os\.system|popen|exec|spawn|system\(|child_process|`|"
                     r"\bsh\b|\bbash\b|Command\(", re.IGNORECASE)  # fmt: skip
-_GIT_STATE = re.compile(r"\.git/+(?:refs|HEAD|packed-refs|plan-build|index\b)|packed-refs")
-_DYNAMIC = re.compile(r"[$`]|\beval\b|<<<")
+_GIT_STATE = re.compile(
+    r"\.git/+(?:refs|HEAD|packed-refs|plan-build|index\b|hooks|config\b)|packed-refs"
+)
+_DYNAMIC = re.compile(r"[$`]|\beval\b|<<")
 _GATED_WORD = re.compile(
     r"(?<![\w.-])(?:"
     + "|".join(re.escape(w) for w in sorted(GATED_GIT | GATED_TASKS))
@@ -105,6 +117,7 @@ _GATED_WORD = re.compile(
 )
 META = re.compile(r"[\s;&|()<>`$]")
 _SHELL_FILE = re.compile(r"^#!.*\b(?:sh|bash|dash|zsh|ksh)\b")
+PUNCTUATION = ";&|()<>\n"
 OPERATORS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "\n", "(", ")", "!", "{", "}"})
 REDIRECTS = frozenset({"<", ">", ">>", "<<", "<<-", "<<<", ">&", "<&", "&>", "&>>", ">|", "<>"})
 
@@ -167,14 +180,21 @@ def split(text: str) -> list[str] | None:
     """Shell words and operators, command substitutions opened up; None when it cannot be
     split (an open quote)."""
     opened = text.replace("`", "\n").replace("$(", "\n(").replace("<(", "\n(").replace(">(", "\n(")
-    lex = shlex.shlex(opened, posix=True, punctuation_chars=";&|()<>\n")
+    lex = shlex.shlex(opened, posix=True, punctuation_chars=PUNCTUATION)
     lex.whitespace = " \t\r"
     lex.whitespace_split = True
     lex.commenters = ""
     try:
-        return list(lex)
+        tokens = list(lex)
     except ValueError:
         return None
+    out: list[str] = []
+    for tok in tokens:  # shlex runs punctuation together (`\n(`, `;(`): part what no shell joins
+        if tok and all(c in PUNCTUATION for c in tok) and tok not in OPERATORS | REDIRECTS:
+            out += list(tok)
+        else:
+            out.append(tok)
+    return out
 
 
 def simple_commands(tokens: Sequence[str]) -> Iterator[tuple[list[str], str | None, str | None]]:
@@ -196,6 +216,8 @@ def simple_commands(tokens: Sequence[str]) -> Iterator[tuple[list[str], str | No
                 here = target
             elif tok == "<" and target:
                 here = f"<{target}"
+            elif tok in ("<<", "<<-"):
+                here = "<<"  # a heredoc: its lines follow as commands of their own
             i += 2
             continue
         if tok in OPERATORS:
@@ -237,9 +259,14 @@ class _Judge:
         first = _first_word(words)
         head = program_name(words[first]) if first < len(words) else ""
         if head == "eval":
+            if any("$" in w or "\n" in w for w in words[first + 1 :]):
+                return Refusal("it evals text built at run time, which plan-build cannot see")
             return self.command_line(" ".join(words[first + 1 :]), depth + 1)
-        raw = words[first] if first < len(words) else ""
-        unseen = self.unseen_program(head, words[first + 1 :], here, piped, depth)
+        # the program may stand after wrappers (`env`, `timeout 5`, `nohup`, `nice -n 5`)
+        at = _after_wrappers(words, first)
+        head = program_name(words[at]) if at < len(words) else ""
+        raw = words[at] if at < len(words) else ""
+        unseen = self.unseen_program(head, words[at + 1 :], here, piped, depth)
         if unseen is None and "/" in raw:  # ./x.sh, bin/release: the file is the program
             unseen = self.script(raw, depth, shell_script=False)
         if unseen is not None:
@@ -258,28 +285,67 @@ class _Judge:
     ) -> Refusal | None:
         """A shell or interpreter whose program comes from stdin, a file or inline code."""
         if head in SHELLS or head in INTERPRETERS or head in ("source", "."):
-            inline = [a for a in args if not a.startswith("-") or a in ("-", "/dev/stdin")]
-            code_flag = any(a.startswith("-") and ("c" in a or "e" in a) for a in args)
-            if code_flag and head in INTERPRETERS:
-                text = " ".join(args)
-                if lexical(text) or (_DECODE.search(text) and _SPAWN.search(text)):
-                    return Refusal(f"its inline {head} code may run a gated command")
-            if (
-                not code_flag
-                and (not inline or inline[0] in ("-", "/dev/stdin"))
-                and (piped is not None or (here is not None and here.startswith("<")))
-            ):
-                return Refusal(f"it feeds {head} a program plan-build cannot see (from stdin)")
-            if inline and not code_flag:
-                return self.script(inline[0], depth, shell_script=head not in INTERPRETERS)
-            return None
+            return self.interpreter(head, args, here, piped, depth)
         if head in FILE_RUNNERS:
             for name in FILE_RUNNERS[head]:
                 found = self.script(name, depth, shell_script=True)
                 if found is not None:
                     return found
             return None
+        if head in PACKAGE_RUNNERS:
+            return self.package_script(args, depth)
         return None
+
+    def interpreter(
+        self, head: str, args: list[str], here: str | None, piped: str | None, depth: int
+    ) -> Refusal | None:
+        inline = [a for a in args if not a.startswith("-") or a in ("-", "/dev/stdin")]
+        code_flag = head in ("awk", "gawk", "mawk") or any(_code_flag(head, a) for a in args)
+        if code_flag and head in INTERPRETERS:
+            text = " ".join(args)
+            if lexical(text) or (_DECODE.search(text) and _SPAWN.search(text)):
+                return Refusal(f"its inline {head} code may run a gated command")
+            if _GITLIB.search(text) and _GATED_WORD.search(text):
+                return Refusal(f"its inline {head} code uses a git library to commit or push")
+        code = next((a for a in inline if a.strip()), "") if code_flag else ""
+        if code.startswith(("$", "\n")) or (code_flag and head in SHELLS and not code):
+            return Refusal(f"its {head} program is built at run time (a substitution)")
+        if code_flag:
+            return None
+        if "-m" in args and args.index("-m") + 1 < len(args):  # `python -m tool`: its file
+            module = args[args.index("-m") + 1].replace(".", "/")
+            for path in (f"{module}.py", f"{module}/__main__.py"):
+                found = self.script(path, depth, shell_script=False)
+                if found is not None:
+                    return found
+            return None
+        from_stdin = piped is not None or (here is not None and here[:1] == "<" and here != "<<")
+        if not inline or inline[0] in ("-", "/dev/stdin"):
+            if from_stdin:
+                return Refusal(f"it feeds {head} a program plan-build cannot see (from stdin)")
+            if here is None:
+                return Refusal(f"it starts {head} without a program plan-build can see")
+            return None
+        return self.script(inline[0], depth, shell_script=head not in INTERPRETERS)
+
+    def package_script(self, args: list[str], depth: int) -> Refusal | None:
+        """`npm run NAME`, `npm test`, `yarn NAME`, `pnpm NAME`: the script package.json names."""
+        words = [a for a in args if not a.startswith("-")]
+        if words[:1] in (["run"], ["run-script"]):
+            words = words[1:]
+        if not words:
+            return None
+        try:
+            full = os.path.join(self.cwd or ".", "package.json")
+            with open(full, "rb") as fh:
+                scripts = json.loads(fh.read(MAX_SCRIPT)).get("scripts") or {}
+        except (OSError, ValueError, AttributeError):
+            return None
+        body = scripts.get(words[0]) if isinstance(scripts, dict) else None
+        if not isinstance(body, str):
+            return None
+        found = self.command_line(body, depth + 1)
+        return Refusal(f"package.json's `{words[0]}` script: {found.reason}") if found else None
 
     def script(self, path: str, depth: int, *, shell_script: bool) -> Refusal | None:
         """A file the command runs, read and judged as a command line."""
@@ -296,8 +362,9 @@ class _Judge:
         self.read.add(path)
         text = data.decode("utf-8", "replace")
         if shell_script or _SHELL_FILE.search(text[:200]) or path.endswith(".sh"):
-            found = self.command_line(text, depth + 1) or lexical(text)
-        elif _SPAWN.search(text):
+            code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
+            found = self.command_line(code, depth + 1) or lexical(text)
+        elif _SPAWN.search(text) or _GITLIB.search(text):
             found = lexical(text)
             if found is None and _DECODE.search(text):
                 found = Refusal(
@@ -332,6 +399,50 @@ def gated_names(words: list[str]) -> Refusal | None:
             if gated is not None:
                 return Refusal(f"it runs plan-build's `{gated}`, which needs the user")
     return None
+
+
+# the options that make an interpreter's next word its program text
+CODE_FLAGS = {
+    "python": "c", "pypy": "c", "perl": "eE", "ruby": "e", "node": "ep", "nodejs": "ep",
+    "deno": "e", "bun": "e", "php": "r", "lua": "e", "osascript": "e", "pwsh": "c",
+    "tclsh": "",
+}  # fmt: skip
+LONG_CODE_FLAGS = ("--eval", "--print", "--command", "-Command")
+
+
+def _code_flag(head: str, arg: str) -> bool:
+    if arg.startswith("--") or arg == "-Command":
+        return arg.split("=", 1)[0] in LONG_CODE_FLAGS
+    letters = "c" if head in SHELLS else CODE_FLAGS.get(head, "ce")
+    return re.fullmatch(r"-[A-Za-z]+", arg) is not None and any(c in arg[1:] for c in letters)
+
+
+WRAPPERS = frozenset(
+    {"env", "timeout", "setsid", "nohup", "nice", "ionice", "chrt", "taskset", "command",
+     "exec", "sudo", "doas", "xargs", "time", "stdbuf", "unbuffer", "flock", "nsenter",
+     "unshare", "firejail", "systemd-run", "runuser", "caffeinate", "builtin", "then", "do",
+     "else", "!", "uv", "uvx", "npx", "pipx", "poetry", "pdm", "hatch", "run", "exec-env"}
+)  # fmt: skip
+TAKES_ONE = frozenset({"timeout", "flock", "chrt", "taskset"})  # a positional before the program
+_VALUE = re.compile(r"^(?:\d+(?:\.\d+)?[smhd]?|[A-Za-z_][A-Za-z0-9_]*=.*)$")
+
+
+def _after_wrappers(words: Sequence[str], i: int) -> int:
+    """The index of the program a chain of wrappers runs (`timeout 5 nice -n 3 bash x.sh`)."""
+    while i < len(words) and program_name(words[i]) in WRAPPERS:
+        need = program_name(words[i]) in TAKES_ONE
+        i += 1
+        while i < len(words):
+            if words[i].startswith("-"):
+                i += 1
+            elif need:
+                need = False
+                i += 1
+            elif _VALUE.match(words[i]):
+                i += 1
+            else:
+                break
+    return i
 
 
 def _first_word(words: Sequence[str]) -> int:
