@@ -596,9 +596,17 @@ def test_no_code_path_pushes(shop: Path, cli, tmp_path: Path) -> None:
     assert not [c for c in calls if "push" in c.split()]
     assert git(remote, "for-each-ref") == ""
     source = Path(commit.__file__).parents[1]  # the whole plan_build package
+    # the two modules of Claude's settings layer name `push` to refuse it (docs/adr/0170);
+    # neither runs a process
+    refusers = {source / "startup" / "shellgate.py", source / "startup" / "claudelayer.py"}
     assert not [
-        p for p in source.rglob("*.py") if '"push"' in p.read_text() or "'push'" in p.read_text()
+        p
+        for p in source.rglob("*.py")
+        if p not in refusers and ('"push"' in p.read_text() or "'push'" in p.read_text())
     ]
+    for p in refusers:
+        assert "proc.run" not in p.read_text()
+        assert "import subprocess" not in p.read_text()
 
 
 def test_on_a_terminal_the_user_writes_the_message_and_approves(shop: Path, tmp_path: Path) -> None:

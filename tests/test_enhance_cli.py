@@ -328,8 +328,9 @@ def test_plan_prompt_launches_claude_with_the_approved_text_only(
     assert ["token", "print"] in probed
     assert r.output.index("ready · standard") < r.output.index("Describe the work")
     assert r.output.index("EOF") < r.output.index("index this repository?")
-    [call] = [c for c in stubs.calls("claude") if c["argv"][:1] == ["--"]]
-    prompt = call["argv"][1]
+    [call] = [c for c in stubs.calls("claude") if c["argv"][2:3] == ["--"]]
+    assert call["argv"][0] == "--settings"  # plan-build's settings layer, then the prompt
+    prompt = call["argv"][3]
     assert "```text\n" + ENHANCED + "```" in prompt
     assert "add pagination" not in prompt  # the original was not kept
     assert "original wording" not in prompt
@@ -354,7 +355,7 @@ def test_plan_prompt_stopped_at_the_approval_launches_nothing(
     )
     assert r.code == 4, r.output
     assert "stopped at the enhanced-request approval; nothing was used" in r.output
-    assert [c for c in stubs.calls("claude") if c["argv"][:1] == ["--"]] == []
+    assert [c for c in stubs.calls("claude") if "--" in c["argv"]] == []
 
 
 @pytest.mark.parametrize("keep", [True, False], ids=["keep-original", "enhanced-only"])

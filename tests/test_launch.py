@@ -42,9 +42,22 @@ def test_plan_launches_interactive_claude_with_the_rendered_prompt(
     assert "Describe the work. End with a line containing only EOF." in r.output
     assert "launching Claude Code (standard workflow, memory required)" in r.output
     [call] = launched(stubs)
-    assert call["argv"][0] == "--"
-    prompt = call["argv"][1]
-    assert len(call["argv"]) == 2
+    assert call["argv"][0] == "--settings"
+    settings = Path(call["argv"][1])
+    assert call["argv"][2] == "--"
+    prompt = call["argv"][3]
+    assert len(call["argv"]) == 4
+    # plan-build's settings layer: its own file under the repository's state folder, never
+    # the user's or the project's .claude settings
+    assert settings.parent == ready / ".git" / "plan-build" / "claude"
+    layer = json.loads(settings.read_text())
+    assert "Bash(git commit:*)" in layer["permissions"]["deny"]
+    assert [g["matcher"] for g in layer["hooks"]["PreToolUse"]] == [
+        "Bash",
+        "Edit|Write|MultiEdit|NotebookEdit",
+    ]
+    assert "PostToolUse" not in layer["hooks"]  # live scope is architect mode's
+    assert not (ready / ".claude").exists()
     assert "\n".join(REQUEST) + "\n" in prompt
     assert "github.com/ana/shop" in prompt
     assert "read the project's `workflow_status` slot" in prompt
@@ -54,6 +67,7 @@ def test_plan_launches_interactive_claude_with_the_rendered_prompt(
     assert env["AGENTMEMORY_PROJECT_NAME"] == "github.com/ana/shop"
     assert env["AGENTMEMORY_INJECT_CONTEXT"] == "true"
     assert env["PLAN_BUILD_MEMORY_MODE"] == "required"
+    assert " -I -S -c " in env["PLAN_BUILD_HOOK"]
     # the session baseline was taken just before launch and its id reaches Claude
     sid = env["PLAN_BUILD_SESSION"]
     assert f"plan-build session: `{sid}`" in prompt
@@ -68,8 +82,9 @@ def test_yolo_reaches_claude_only_as_dangerously_skip_permissions(
     r = plan_build(ready, "plan", "--yolo", typed=TYPED_REQUEST, env={"IS_SANDBOX": "1"})
     assert r.code == 0, r.output
     [call] = launched(stubs)
-    assert call["argv"][:2] == ["--dangerously-skip-permissions", "--"]
-    assert len(call["argv"]) == 3
+    assert call["argv"][0] == "--settings"
+    assert call["argv"][2:4] == ["--dangerously-skip-permissions", "--"]
+    assert len(call["argv"]) == 5
     for c in stubs.calls("claude"):
         assert "-p" not in c["argv"]
         assert "--print" not in c["argv"]
@@ -173,7 +188,13 @@ def test_architect_resume_and_new(ready: Path, stubs: Stubs) -> None:
     assert r.code == 0, r.output
     prompt = launched(stubs)[-1]["argv"][-1]
     assert "Start mode: **archive-and-start-new**" in prompt
-    assert launched(stubs)[-1]["argv"][0] == "--dangerously-skip-permissions"
+    assert launched(stubs)[-1]["argv"][2] == "--dangerously-skip-permissions"
+    layer = json.loads(Path(launched(stubs)[-1]["argv"][1]).read_text())
+    state = ready / ".git" / "plan-build"
+    assert [g["hooks"][0]["command"] for g in layer["hooks"]["PostToolUse"]] == [
+        f"eval \"$PLAN_BUILD_HOOK\" 'post-{what} --mode architect --state {state}' || exit 2"
+        for what in ("edit", "bash")
+    ]
     [archive] = list((ready / "docs" / "archive").iterdir())
     assert sorted(p.name for p in archive.iterdir()) == ["SPEC.md", "TASKS.md"]
     assert (archive / "SPEC.md").read_text() == "# old spec\n"
@@ -235,14 +256,25 @@ def test_the_dry_run_argv_names_the_prompt_and_pasting_it_runs_the_same_launch(
     assert r.code == 0, r.stderr
     argv_line = r.stdout.split(") ---\n", 1)[1].split("\n", 1)[0]
     command, size = argv_line.split("  # ")
-    assert command == 'claude --dangerously-skip-permissions -- "$PROMPT"'
+    settings = ready / ".git" / "plan-build" / "claude"
+    assert command.startswith(f"claude --settings {settings}/settings-")
+    assert command.endswith('.json --dangerously-skip-permissions -- "$PROMPT"')
+    # the dry run prints the settings file the launch would write, byte for byte
+    printed = r.stdout.split("--- settings: the launch writes ", 1)[1]
+    path, body = printed.split(" with ---\n", 1)
+    assert command.split()[2] == path
+    layer = json.loads(body.rsplit("\nwould launch", 1)[0])
+    assert layer["hooks"]["ConfigChange"][0]["matcher"] == (
+        "user_settings|project_settings|local_settings"
+    )
+    assert not settings.exists()  # a dry run writes nothing
     snippet = r.stdout.split(" ---\n", 3)[3].split("--- end ---\n", 1)[0]
     script = tmp_path / "pasted.sh"
     script.write_text(snippet + command + "\n")
     subprocess.run(["bash", str(script)], cwd=ready, check=True, stdin=subprocess.DEVNULL)
     [call] = launched(stubs)
-    assert call["argv"][:2] == ["--dangerously-skip-permissions", "--"]
-    prompt = call["argv"][2]
+    assert call["argv"][2:4] == ["--dangerously-skip-permissions", "--"]
+    prompt = call["argv"][4]
     assert size == f"{len(prompt.encode()):,} bytes, printed below"
     assert prompt.startswith("# plan-build session")
     assert prompt.endswith("\n")
@@ -341,3 +373,20 @@ def test_the_degraded_reason_the_baseline_keeps_holds_no_credential() -> None:
     assert reason.count("looks like a credential") == 2
     assert reason.endswith("memory.health: no AgentMemory server answers")
     assert degraded_reason(Report("standard", checks, None), {}) is None
+
+
+def test_a_settings_file_that_switches_hooks_off_stops_the_launch_before_the_request(
+    cli, ready: Path, stubs: Stubs
+) -> None:
+    (ready / ".claude").mkdir()
+    local = ready / ".claude" / "settings.local.json"
+    local.write_text('{"disableAllHooks": true}\n')
+    dry = cli("plan", "--dry-run", cwd=ready, input="x\nEOF\n")
+    assert dry.code == 3
+    assert "would not launch: Claude Code's hooks are switched off (disableAllHooks)" in dry.stdout
+    r = plan_build(ready, "plan", typed=[])
+    assert r.code == 3, r.output
+    assert f"switched off (disableAllHooks) in {local}" in r.output
+    assert "Describe the work" not in r.output  # refused before the request is asked for
+    assert launched(stubs) == []
+    assert local.read_text() == '{"disableAllHooks": true}\n'  # the user's file, untouched

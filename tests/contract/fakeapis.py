@@ -282,3 +282,127 @@ class ResponsesApi(_LoopbackApi):
         raw = self.turns()[turn].headers.get("x-codex-turn-metadata", "{}")
         value = json.loads(raw)
         return value if isinstance(value, dict) else {}
+
+
+class ScriptedMessagesApi(_LoopbackApi):
+    """Anthropic-Messages-shaped, for a real Claude Code turn that uses tools offline: each
+    request of the main loop (the one that offers Claude's `Bash` tool) is answered, streamed,
+    with a `tool_use` block running the next of `commands`; once every command has its
+    `tool_result`, with one text block (`reply`). Any other request (a title, a topic check)
+    gets a short text. What Claude sent back for each command is read from the requests."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # a Bash command, or (tool name, tool input) for another tool such as Write
+        self.commands: list[str | tuple[str, dict[str, Any]]] = []
+        self.reply = "SCRIPTED-REPLY: done"
+        self.tool = "Bash"
+
+    def answer(self, h: _Handler, request: Request) -> None:
+        if request.method != "POST" or not request.path.startswith("/v1/messages"):
+            h.send_json(404, {"type": "error", "error": {"type": "not_found_error"}})
+            return
+        body = request.body if isinstance(request.body, dict) else {}
+        if request.path.startswith("/v1/messages/count_tokens"):
+            h.send_json(200, {"input_tokens": 10})
+            return
+        tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
+        done = len(self._results(body))
+        if self.tool in tools and done < len(self.commands):
+            step = self.commands[done]
+            name, tool_input = (
+                (self.tool, {"command": step, "description": f"step {done}"})
+                if isinstance(step, str)
+                else step
+            )
+            block = {
+                "type": "tool_use",
+                "id": f"toolu_scripted_{done:03d}",
+                "name": name,
+                "input": tool_input,
+            }
+            stop = "tool_use"
+        else:
+            text = self.reply if self.tool in tools else "Scripted"
+            block = {"type": "text", "text": text}
+            stop = "end_turn"
+        if body.get("stream"):
+            h.send(200, "text/event-stream", self._stream(block, stop, body.get("model")))
+        else:
+            h.send_json(200, self._message(block, stop, body.get("model")))
+
+    @staticmethod
+    def _results(body: dict[str, Any]) -> list[dict[str, Any]]:
+        found = []
+        for message in body.get("messages") or []:
+            content = message.get("content") if isinstance(message, dict) else None
+            found += [
+                b
+                for b in (content if isinstance(content, list) else [])
+                if isinstance(b, dict)
+                and b.get("type") == "tool_result"
+                and str(b.get("tool_use_id", "")).startswith("toolu_scripted_")
+            ]
+        return found
+
+    def results(self) -> dict[str, str]:
+        """command (or tool name and file path) → the text of the tool_result Claude sent for
+        it (last request wins)."""
+        out: dict[str, str] = {}
+        for r in self.requests:
+            if not isinstance(r.body, dict):
+                continue
+            for b in self._results(r.body):
+                index = int(str(b["tool_use_id"]).rsplit("_", 1)[1])
+                content = b.get("content")
+                if isinstance(content, list):
+                    content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
+                step = self.commands[index]
+                key = step if isinstance(step, str) else f"{step[0]} {step[1].get('file_path')}"
+                out[key] = f"{'[error] ' if b.get('is_error') else ''}{content}"
+        return out
+
+    @staticmethod
+    def _message(block: dict[str, Any], stop: str, model: Any) -> dict[str, Any]:
+        return {
+            "id": "msg_scripted",
+            "type": "message",
+            "role": "assistant",
+            "model": model or "claude-scripted",
+            "content": [block],
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+
+    def _stream(self, block: dict[str, Any], stop: str, model: Any) -> bytes:
+        start = dict(self._message(block, stop, model), content=[], stop_reason=None)
+        if block["type"] == "tool_use":
+            opening = dict(block, input={})
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            opening = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        return b"".join(
+            [
+                _sse("message_start", {"type": "message_start", "message": start}),
+                _sse(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": 0, "content_block": opening},
+                ),
+                _sse(
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": delta},
+                ),
+                _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                _sse(
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": stop, "stop_sequence": None},
+                        "usage": {"output_tokens": 5},
+                    },
+                ),
+                _sse("message_stop", {"type": "message_stop"}),
+            ]
+        )

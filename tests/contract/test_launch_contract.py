@@ -197,8 +197,10 @@ def launched_prompt(run: Launched) -> str:
 
 def test_plan_hands_its_rendered_prompt_to_an_interactive_claude(rig: Rig) -> None:
     run = launch_and_exit(rig, ["plan"])
-    assert run.cmdline[:2] == ["claude", "--"]
-    assert len(run.cmdline) == 3
+    assert run.cmdline[0] == "claude"
+    assert run.cmdline[1] == "--settings"  # plan-build's settings layer (claudelayer)
+    assert run.cmdline[3] == "--"
+    assert len(run.cmdline) == 5
     prompt = launched_prompt(run)
     assert "\n".join(REQUEST) + "\n" in prompt
     # Claude's own record of the session: the first user turn is exactly that prompt
@@ -233,7 +235,14 @@ def test_architect_yolo_runs_claude_with_bypass_permissions(rig: Rig) -> None:
     assert "bypass permissions on" in run.screen
     assert run.session["pid"] == run.pid
     assert run.session["entrypoint"] == "cli"
-    assert run.cmdline == ["claude", "--dangerously-skip-permissions", "--", prompt]
+    assert run.cmdline == [
+        "claude",
+        "--settings",
+        run.cmdline[2],
+        "--dangerously-skip-permissions",
+        "--",
+        prompt,
+    ]
     assert_clean_exit(run, rig.agents)
 
 

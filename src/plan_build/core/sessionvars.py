@@ -15,6 +15,7 @@ from collections.abc import Mapping
 SESSION = "PLAN_BUILD_SESSION"  # the session's id (the baseline's `refs/plan-build/sessions/<id>`)
 MEMORY_MODE = "PLAN_BUILD_MEMORY_MODE"  # "required" or "degraded", as preflight settled it
 RELEASE = "PLAN_BUILD_RELEASE"  # the release directory the session's plan-build runs from
+HOOK = "PLAN_BUILD_HOOK"  # the command Claude Code's hooks run (settings name only the variable)
 MEMORY_MODES = ("required", "degraded")
 
 # A session id names a git ref and a folder: letters, digits, '-', '_' and single dots, not

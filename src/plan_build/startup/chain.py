@@ -17,7 +17,7 @@ from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline
-from plan_build.startup import architectrecords, identity, launch, preflight
+from plan_build.startup import architectrecords, claudelayer, identity, launch, preflight
 from plan_build.startup.payload import read_payload
 
 
@@ -40,6 +40,7 @@ def start(session: Session, req: Request) -> None:
     if repo is None:  # only reachable in a dry run: settle() raised otherwise
         raise preflight.blocked([c for c in report.checks if c.id == "git.worktree"])
     project_id = resolve_identity(session, repo, dry_run=req.dry_run, blockers=blockers)
+    hooks_switched_off(session, repo, dry_run=req.dry_run, blockers=blockers)
     payload = read_payload(session.stdin, console=session.console)
     context: dict[str, object] = {
         "repo_root": str(repo.root),
@@ -65,6 +66,8 @@ def start(session: Session, req: Request) -> None:
         env_added[sessionvars.RELEASE] = str(session.resources.release_path)
     if session_id is not None:
         env_added[sessionvars.SESSION] = session_id
+    layer = claudelayer.plan(repo, req.mode)
+    env_added[claudelayer.HOOK_ENV] = claudelayer.hook_program()
 
     def build() -> launch.Launch:
         return launch.build(
@@ -75,6 +78,7 @@ def start(session: Session, req: Request) -> None:
             env_added=env_added,
             yolo=req.yolo,
             blockers=tuple(blockers),
+            settings=layer,
         )
 
     plan = build()
@@ -151,6 +155,23 @@ def go(session: Session, plan: launch.Launch, req: Request, memory_mode: str) ->
     workflow = "architect" if req.mode == "architect" else "standard"
     session.console.say(f"launching Claude Code ({workflow} workflow, memory {memory_mode}) …")
     launch.execute(plan, session)
+
+
+def hooks_switched_off(session: Session, repo: Repo, *, dry_run: bool, blockers: list[str]) -> None:
+    """Refuse to launch when a settings file turns every hook off: plan-build's layer would be
+    inert from the first turn (the ConfigChange hook only guards changes made meanwhile)."""
+    found = claudelayer.switched_off(repo, session.env)
+    if not found:
+        return
+    what = f"Claude Code's hooks are switched off (disableAllHooks) in {', '.join(found)}"
+    if dry_run:
+        blockers.append(what)
+        return
+    raise PlanBuildError(
+        what + "; plan-build's gates need them",
+        'remove "disableAllHooks" from that file, then start again',
+        code=ExitCode.PREFLIGHT,
+    )
 
 
 def resolve_identity(session: Session, repo: Repo, *, dry_run: bool, blockers: list[str]) -> str:

@@ -2,7 +2,8 @@
 
 Claude is never started with -p/--print: the prompt is the positional argument after `--`
 (so a prompt starting with `-` is not read as a flag), and `--yolo` becomes
-`--dangerously-skip-permissions` and nothing else.
+`--dangerously-skip-permissions` and nothing else. `--settings <file>` passes plan-build's
+settings layer (startup/claudelayer.py); the dry run prints that file too.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from plan_build.core import proc
 from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.render import render
+from plan_build.startup import claudelayer
+from plan_build.startup.claudelayer import Layer
 
 YOLO_FLAG = "--dangerously-skip-permissions"
 # Linux refuses any single exec argument over 128 KiB (MAX_ARG_STRLEN); the prompt is one.
@@ -29,10 +32,12 @@ class Launch:
     prompt: str
     cwd: Path
     blockers: tuple[str, ...] = field(default=())
+    settings: Layer | None = None
 
 
-def claude_argv(prompt: str, *, yolo: bool) -> tuple[str, ...]:
-    return ("claude", *((YOLO_FLAG,) if yolo else ()), "--", prompt)
+def claude_argv(prompt: str, *, yolo: bool, settings: Path | None = None) -> tuple[str, ...]:
+    layer = ("--settings", str(settings)) if settings is not None else ()
+    return ("claude", *layer, *((YOLO_FLAG,) if yolo else ()), "--", prompt)
 
 
 def render_prompt(session: Session, mode: str, context: Mapping[str, object]) -> str:
@@ -48,6 +53,7 @@ def build(
     env_added: Mapping[str, str],
     yolo: bool,
     blockers: tuple[str, ...] = (),
+    settings: Layer | None = None,
 ) -> Launch:
     prompt = render_prompt(session, mode, context)
     if "\0" in prompt or any("\0" in f"{k}{v}" for k, v in env_added.items()):
@@ -65,7 +71,8 @@ def build(
             "shorten the request: put long material in a file in the repository and name it",
             code=ExitCode.USAGE,
         )
-    return Launch(claude_argv(prompt, yolo=yolo), dict(env_added), prompt, repo_root, blockers)
+    argv = claude_argv(prompt, yolo=yolo, settings=settings.path if settings else None)
+    return Launch(argv, dict(env_added), prompt, repo_root, blockers, settings)
 
 
 def dry_run_text(launch: Launch) -> str:
@@ -83,6 +90,10 @@ def dry_run_text(launch: Launch) -> str:
         end += "_"
     body = launch.prompt if launch.prompt.endswith("\n") else launch.prompt + "\n"
     exact = [] if launch.prompt.endswith("\n") else ["PROMPT=${PROMPT%$'\\n'}"]
+    layer = []
+    if launch.settings is not None:
+        where = launch.settings.path
+        layer = [f"--- settings: the launch writes {where} with ---", launch.settings.text.rstrip()]
     return "\n".join(
         [
             "--- argv (cwd: " + str(launch.cwd) + ") ---",
@@ -94,6 +105,7 @@ def dry_run_text(launch: Launch) -> str:
             body + end,
             *exact,
             "--- end ---",
+            *layer,
             verdict,
             "",
         ]
@@ -101,6 +113,8 @@ def dry_run_text(launch: Launch) -> str:
 
 
 def execute(launch: Launch, session: Session) -> NoReturn:
+    if launch.settings is not None:
+        claudelayer.write(launch.settings)
     env = dict(session.env)
     env.update(launch.env_added)
     proc.exec_replace(launch.argv, env, cwd=launch.cwd)

@@ -1,0 +1,161 @@
+"""plan-build's settings layer inside Claude Code: the file the launch passes with `--settings`.
+
+Two layers, because either can fail open (docs/adr/0170):
+
+- `permissions.deny` rules for `git commit`, `git push` and plan-build's approval commands (by
+  every name the program goes by here), which Claude applies in every permission mode, bypass
+  included, with its own command parsing;
+- hooks running plan-build's hook program (startup/gatehook.py): PreToolUse on Bash (every
+  command through shellgate) and on the file tools (no write into .git or a settings file),
+  ConfigChange (user, project and local settings stay as launched), and in architect mode
+  PostToolUse on the file tools (live scope). Each hook is marked `onFailure: "block"`, and
+  its command ends `|| exit 2`, so a hook that cannot start, crashes or times out refuses.
+
+The file is plan-build's own: under the repository's state folder, named by its content, so a
+dry run prints the path and bytes the launch will pass and a re-launch rewrites nothing. The
+user's and the project's `.claude/settings*.json` are never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import plan_build
+from plan_build.core import fsutil, proc, sessionvars
+from plan_build.core.gitrepo import Repo
+
+HOOK_ENV = sessionvars.HOOK
+HOOK_TIMEOUT = 10  # seconds Claude gives each hook call; the hook's own deadline is shorter
+FILE_TOOLS = "Edit|Write|MultiEdit|NotebookEdit"
+GUARDED_SETTINGS = "user_settings|project_settings|local_settings"
+# (program words, gated arguments): what the deny rules name, as Claude's prefix rules
+GATED_COMMANDS = (
+    ("git", ("commit", "push")),
+    ("plan-build", ("commit", "review.approve")),
+    ("inv", ("commit", "review.approve")),
+    ("invoke", ("commit", "review.approve")),
+    ("python -m plan_build", ("commit", "review.approve")),
+    ("python3 -m plan_build", ("commit", "review.approve")),
+)
+
+
+@dataclass(frozen=True)
+class Layer:
+    path: Path
+    text: str  # the JSON, exactly as written
+
+
+def package_root() -> Path:
+    """Where `plan_build` is imported from: a source directory or a release's zipapp."""
+    return Path(plan_build.__file__).resolve().parent.parent
+
+
+def hook_program(python: str | None = None) -> str:
+    """The hook program as a shell command (the launch exports it as PLAN_BUILD_HOOK): Python
+    without site or user paths and the package put first by hand, so a release's own code
+    answers. Kept out of the settings so that Claude, which quotes a refusing hook's command to
+    the model, shows the variable's name and not where plan-build is installed."""
+    bootstrap = (
+        f"import sys;sys.path.insert(0,{str(package_root())!r});"
+        "from plan_build.startup.gatehook import main;main()"
+    )
+    return shlex.join([python or sys.executable, "-I", "-S", "-c", bootstrap])
+
+
+def hook_command(event: str, *, mode: str, state: Path | None = None) -> str:
+    """The shell command Claude runs for one hook. `|| exit 2`: no failure of the shell or of
+    Python (the variable unset, Python missing, an import error) lets a call through. `state`:
+    where live scope may keep its cache (the repository's plan-build folder)."""
+    words = [event, "--mode", mode, *(["--state", str(state)] if state is not None else [])]
+    args = shlex.join(words)
+    return f'eval "${HOOK_ENV}" {shlex.quote(args)} || exit 2'
+
+
+def deny_rules(launchers: tuple[str, ...] = ()) -> list[str]:
+    rules = []
+    for program, args in GATED_COMMANDS:
+        for arg in args:
+            rules += [f"Bash({program} {arg})", f"Bash({program} {arg}:*)"]
+    for launcher in launchers:
+        for arg in ("commit", "review.approve"):
+            rules += [f"Bash({launcher} {arg})", f"Bash({launcher} {arg}:*)"]
+    return rules
+
+
+def settings(
+    mode: str, *, launchers: tuple[str, ...] = (), state: Path | None = None
+) -> dict[str, object]:
+    def hook(event: str) -> dict[str, object]:
+        live = state if event.startswith("post-") else None
+        return {
+            "type": "command",
+            "command": hook_command(event, mode=mode, state=live),
+            "timeout": HOOK_TIMEOUT,
+            "onFailure": "block",
+        }
+
+    hooks: dict[str, object] = {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [hook("pre-bash")]},
+            {"matcher": FILE_TOOLS, "hooks": [hook("pre-edit")]},
+        ],
+        "ConfigChange": [{"matcher": GUARDED_SETTINGS, "hooks": [hook("config")]}],
+    }
+    if mode == "architect":
+        hooks["PostToolUse"] = [
+            {"matcher": FILE_TOOLS, "hooks": [hook("post-edit")]},
+            {"matcher": "Bash", "hooks": [hook("post-bash")]},
+        ]
+    return {"permissions": {"deny": deny_rules(launchers)}, "hooks": hooks}
+
+
+def plan(repo: Repo, mode: str) -> Layer:
+    """The settings for a session of `mode` in `repo`, and the file they go to."""
+    launcher = proc.which("plan-build")
+    launchers = (launcher,) if launcher else ()
+    text = (
+        json.dumps(
+            settings(mode, launchers=launchers, state=repo.state_dir), indent=2, sort_keys=True
+        )
+        + "\n"
+    )
+    import hashlib  # only a launch needs it
+
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return Layer(repo.state_dir / "claude" / f"settings-{digest}.json", text)
+
+
+def switched_off(repo: Repo, env: Mapping[str, str]) -> list[str]:
+    """Settings files that turn every hook off (`disableAllHooks`), plan-build's with them.
+    The ConfigChange hook keeps a session from writing one; one written before the launch
+    would hold from the start, so the launch refuses."""
+    config = env.get("CLAUDE_CONFIG_DIR") or str(
+        Path(env.get("HOME") or "~").expanduser() / ".claude"
+    )
+    files = [repo.root / ".claude" / n for n in ("settings.json", "settings.local.json")]
+    files.append(Path(config) / "settings.json")
+    found = []
+    for path in files:
+        try:
+            value = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            continue
+        if isinstance(value, dict) and value.get("disableAllHooks") is True:
+            found.append(str(path))
+    return found
+
+
+def write(layer: Layer) -> None:
+    """Write the file (atomically, mode 0444) unless it already holds exactly these bytes."""
+    try:
+        if layer.path.read_text(encoding="utf-8") == layer.text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
+    layer.path.parent.mkdir(parents=True, exist_ok=True)
+    fsutil.atomic_write(layer.path, layer.text, mode=0o444)
