@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -129,6 +130,7 @@ def run_codex(
     home: Path | None,
     heartbeat: Callable[[float], None],
     on_start: Callable[[int], None],
+    cancel: threading.Event | None = None,
 ) -> None:
     """Run Codex for `attempt` (supervised, with the recipe's time limit) and record its exit,
     time, events and final message; its files go to `run_dir`. `env` is the session's, for
@@ -151,6 +153,7 @@ def run_codex(
             heartbeat_every=HEARTBEAT_EVERY,
             supervised=True,
             on_start=on_start,
+            cancel=cancel,
         )
         attempt.codex_exit = done.returncode
         stdout = done.stdout

@@ -53,7 +53,7 @@ def finish(d: InFlight, task: Task, status: str, reason: str, baseline: str) -> 
             f"({exc.what}); the evidence is in {d.run_dir / 'evidence.md'}"
         )
     last = {"dispatch": d.dispatch_id, "status": status, "reason": reason}
-    taskstate.record_end(d.repo, task.id, {**last, "digest": digest})
+    taskstate.record_end(d.plan_home, task.id, {**last, "digest": digest})
     d.log(d.dispatch_record(task, status, reason))
     report.say_outcome(d.console, task, status, reason, d.attempts)
     return d.result(status, reason, changed)
@@ -64,6 +64,8 @@ def interrupted(d: InFlight, task: Task, exc: BaseException) -> None:
     resume."""
     if isinstance(exc, KeyboardInterrupt):
         what = interrupts.signal_name(exc)
+    elif d.stopped_by is not None:
+        what = d.stopped_by
     else:
         what = f"an error ({exc})"
     in_codex = d.phase.endswith("(codex)")
@@ -112,6 +114,6 @@ def failed(d: InFlight, task: Task, exc: PlanBuildError) -> None:
         d.update(BLOCKED, block)
     with contextlib.suppress(Exception):
         last = {"dispatch": d.dispatch_id, "status": BLOCKED, "reason": "error"}
-        taskstate.record_end(d.repo, task.id, last)
+        taskstate.record_end(d.plan_home, task.id, last)
     with contextlib.suppress(Exception):
         d.log(d.dispatch_record(task, BLOCKED, "error"))

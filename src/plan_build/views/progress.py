@@ -49,6 +49,7 @@ class TaskFacts:
     others_in_progress: int = 0
     last_dispatch: dict[str, Any] | None = None  # task, status, reason, at
     problem: str | None = None
+    kept: tuple[tuple[str, str, str], ...] = ()  # worktrees a wave kept: task, state, path
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -58,7 +59,18 @@ class TaskFacts:
             "in_progress": self.in_progress.as_json() if self.in_progress else None,
             "last_dispatch": self.last_dispatch,
             "problem": self.problem,
+            "kept_worktrees": [{"task": t, "state": s, "path": p} for t, s, p in self.kept],
         }
+
+
+def kept_worktrees(repo: Repo) -> tuple[tuple[str, str, str], ...]:
+    """The worktrees waves in this repository kept (a failure, a conflict, a stop)."""
+    from plan_build.dispatch import wavestate
+
+    try:
+        return tuple(wavestate.kept(repo))
+    except (OSError, PlanBuildError):
+        return ()
 
 
 def _running(repo: Repo, task_id: str) -> tuple[int | None, str | None, bool | None]:
@@ -126,6 +138,7 @@ def tasks(repo: Repo) -> TaskFacts:
             others_in_progress=max(0, len(busy) - 1),
             last_dispatch=_last_dispatch(repo, [t.id for t in tf.tasks]),
             problem=f"{len(tf.errors)} problem(s) in {taskfile.FILENAME}" if tf.errors else None,
+            kept=kept_worktrees(repo),
         )
     except PlanBuildError as exc:
         return TaskFacts(present=True, problem=exc.what)

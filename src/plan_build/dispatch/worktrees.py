@@ -1,0 +1,78 @@
+"""The linked git worktrees a wave runs its tasks in, under the git common dir.
+
+`<common dir>/plan-build/worktrees/<wave id>/<TASK-ID>`, made with `git worktree add --detach
+--no-checkout` and filled with `read-tree -u --reset TREE`: TREE is the user's work tree as a
+snapshot (tracked and untracked files, the intended change included; ignored files are not in
+it), so the task starts from what the user has, not from HEAD. The user's index and files are
+never touched. Removal is `git worktree remove --force` and `git worktree prune`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+
+from plan_build.errors import ExitCode, PlanBuildError
+from plan_build.gitrepo import Repo, discover
+
+
+def base(repo: Repo) -> Path:
+    return repo.state_dir / "worktrees"
+
+
+def where(repo: Repo, wave_id: str, task_id: str) -> Path:
+    return base(repo) / wave_id / task_id
+
+
+def create(repo: Repo, wave_id: str, task_id: str, tree: str) -> Repo:
+    """A new worktree for `task_id` holding `tree`'s files; returns it as a Repo."""
+    path = where(repo, wave_id, task_id)
+    if path.exists():
+        raise PlanBuildError(
+            f"a worktree for {task_id} already exists at {path}",
+            "run plan-build dispatch --wave again to resume it, or remove it with: "
+            f"git worktree remove --force {path}",
+            code=ExitCode.USAGE,
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = repo.head()
+    if head is None:
+        raise PlanBuildError(
+            "a wave needs a commit to create its worktrees from",
+            "commit once (git commit), then run plan-build dispatch --wave again",
+            code=ExitCode.USAGE,
+        )
+    repo.git("worktree", "add", "--detach", "--no-checkout", str(path), head)
+    made = discover(path, repo.env)
+    made.git("read-tree", "-u", "--reset", tree)
+    return made
+
+
+def open_existing(repo: Repo, path: Path) -> Repo | None:
+    """The worktree at `path` when it is still one of this repository's, else None."""
+    if not (path / ".git").is_file():
+        return None
+    try:
+        found = discover(path, repo.env)
+    except PlanBuildError:
+        return None
+    if found.root.resolve() != path.resolve():
+        return None
+    return found
+
+
+def remove(repo: Repo, path: Path) -> None:
+    """Remove the worktree at `path` (and what git keeps about it); never raises."""
+    with contextlib.suppress(PlanBuildError, OSError):
+        repo.git("worktree", "remove", "--force", str(path), check=False)
+    with contextlib.suppress(OSError):
+        if path.exists() and base(repo) in path.parents:
+            shutil.rmtree(path)
+    with contextlib.suppress(PlanBuildError, OSError):
+        repo.git("worktree", "prune", check=False)
+    with contextlib.suppress(OSError):
+        path.parent.rmdir()  # the wave's folder, once its last worktree is gone
+
+
+__all__ = ["base", "create", "open_existing", "remove", "where"]
