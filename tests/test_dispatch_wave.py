@@ -84,9 +84,7 @@ def test_the_jobs_bound_splits_a_wave(repo: Path, cli) -> None:
 # ----------------------------------------------------------------------------- a wave
 
 
-def test_two_tasks_run_side_by_side_and_both_results_land(
-    repo: Path, stubs: Stubs, cli
-) -> None:
+def test_two_tasks_run_side_by_side_and_both_results_land(repo: Path, stubs: Stubs, cli) -> None:
     tasks_md = make_wave_plan(repo, three_tasks())
     # the user's intended change (uncommitted) is what the tasks start from
     (repo / "src" / "d.py").write_text("d1\nuser edit\n")
@@ -165,8 +163,9 @@ def test_a_result_that_meets_the_users_edit_stays_in_review_with_the_conflict_na
     by_task = {t["task"]: t for t in json.loads(r.stdout)["tasks"]}
     assert by_task["TASK-002"]["status"] == "Review"
     assert by_task["TASK-002"]["outcome"] == "conflict"
-    assert "`src/a.py`: TASK-002's edit of line 2 meets your edit of line 2" in (
-        by_task["TASK-002"]["why"]
+    assert (
+        "`src/a.py`: TASK-002's edit of line 2 meets your edit of line 2"
+        in (by_task["TASK-002"]["why"])
     )
     assert by_task["TASK-003"]["outcome"] == "applied"
     assert user_file.read_text() == "a1\nUSER\na3\na4\na5\na6\n"  # the user's edit stands
@@ -232,8 +231,10 @@ def test_a_single_dispatch_in_progress_stops_a_wave(repo: Path, stubs: Stubs, cl
 
 
 def test_several_in_progress_tasks_are_a_warning_not_an_error() -> None:
-    text = "# T\n\n" + task("TASK-002", "a", "true", status="In Progress") + task(
-        "TASK-003", "b", "true", status="In Progress"
+    text = (
+        "# T\n\n"
+        + task("TASK-002", "a", "true", status="In Progress")
+        + task("TASK-003", "b", "true", status="In Progress")
     )
     tf = taskfile.parse(text)
     assert not [p for p in tf.errors if "In Progress" in p.message]

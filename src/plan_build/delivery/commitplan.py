@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from plan_build import snapshot
-from plan_build import hunks
+from plan_build import hunks, snapshot
 from plan_build.delivery import intended as change_mod
 from plan_build.delivery.baseline import Baseline
 from plan_build.delivery.intended import Change, Entry, display_path

@@ -17,8 +17,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from plan_build import proc
-from plan_build import hunks
+from plan_build import hunks, proc
 from plan_build.fsutil import atomic_write
 from plan_build.gitrepo import Repo, git_argv, git_env
 

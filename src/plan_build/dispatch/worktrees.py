@@ -11,14 +11,29 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
+from plan_build import locks
 from plan_build.errors import ExitCode, PlanBuildError
 from plan_build.gitrepo import Repo, discover
 
 
 def base(repo: Repo) -> Path:
     return repo.state_dir / "worktrees"
+
+
+@contextlib.contextmanager
+def _admin(repo: Repo) -> Iterator[None]:
+    """One `git worktree add/remove/prune` at a time in the repository (any process): a prune
+    while another wave's add is half done would drop the new worktree's record."""
+    base(repo).mkdir(parents=True, exist_ok=True)
+    lock = locks.FileLock(base(repo) / ".admin.lock", mode=0o600)
+    lock.acquire(wait=True)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def where(repo: Repo, wave_id: str, task_id: str) -> Path:
@@ -43,7 +58,8 @@ def create(repo: Repo, wave_id: str, task_id: str, tree: str) -> Repo:
             "commit once (git commit), then run plan-build dispatch --wave again",
             code=ExitCode.USAGE,
         )
-    repo.git("worktree", "add", "--detach", "--no-checkout", str(path), head)
+    with _admin(repo):
+        repo.git("worktree", "add", "--detach", "--no-checkout", str(path), head)
     made = discover(path, repo.env)
     made.git("read-tree", "-u", "--reset", tree)
     return made
@@ -64,13 +80,14 @@ def open_existing(repo: Repo, path: Path) -> Repo | None:
 
 def remove(repo: Repo, path: Path) -> None:
     """Remove the worktree at `path` (and what git keeps about it); never raises."""
-    with contextlib.suppress(PlanBuildError, OSError):
-        repo.git("worktree", "remove", "--force", str(path), check=False)
-    with contextlib.suppress(OSError):
-        if path.exists() and base(repo) in path.parents:
-            shutil.rmtree(path)
-    with contextlib.suppress(PlanBuildError, OSError):
-        repo.git("worktree", "prune", check=False)
+    with _admin(repo):
+        with contextlib.suppress(PlanBuildError, OSError):
+            repo.git("worktree", "remove", "--force", str(path), check=False)
+        with contextlib.suppress(OSError):
+            if path.exists() and base(repo) in path.parents:
+                shutil.rmtree(path)
+        with contextlib.suppress(PlanBuildError, OSError):
+            repo.git("worktree", "prune", check=False)
     with contextlib.suppress(OSError):
         path.parent.rmdir()  # the wave's folder, once its last worktree is gone
 
