@@ -16,8 +16,8 @@ argument after `flag`, e.g. an instruction file, to `path` before answering), "w
 `-o FILE`), "times": N (the rule answers only its first N matching calls; later calls fall
 through to the next rule), "contains": text (the rule answers only calls with an argument
 that contains this text, e.g. a prompt naming one task), "read_stdin": bool (read stdin to
-its end first and record it as the call's "stdin"), "delete": [path, ...] (remove these files; relative paths are relative to
-the call's cwd, as for "write"), "run": [argv...] (run this real command in the call's cwd
+its end first and record it as the call's "stdin"), "delete": [path, ...] (remove these
+files; relative paths are relative to the call's cwd, as for "write"), "run": [argv...] (run this real command in the call's cwd
 after the writes, e.g. `git init sub`), "emulate": "plugins" (answer `plugin ...` calls from
 and into the state file $STUB_HOME/<tool>.plugins.json, see `emulate_plugins`)}. Every call
 writes its pid to $STUB_HOME/<tool>.pid, so a test can check that an interrupted call was killed.
