@@ -238,3 +238,61 @@ def test_several_in_progress_tasks_are_a_warning_not_an_error() -> None:
     )
     tf = taskfile.parse(text)
     assert not [p for p in tf.errors if "In Progress" in p.message]
+
+
+# ----------------------------------------------------------------------------- progress
+
+LIVE_EVENT = json.dumps({"type": "item.started", "item": {"type": "command_execution"}})
+
+
+def test_off_a_terminal_each_running_task_gets_a_progress_line(
+    repo: Path, stubs: Stubs, cli
+) -> None:
+    make_wave_plan(repo, three_tasks())
+    for marker, path, text in (
+        ("task-002", "src/a.py", "A-DONE\n"),
+        ("task-003", "src/b.py", "B-DONE\n"),
+    ):
+        # Codex prints an event, then works a while before it ends
+        codex_for(stubs, marker, {path: text}, run=["sh", "-c", f"echo '{LIVE_EVENT}'"], sleep=2.5)
+    env = {**DEGRADED, "PLAN_BUILD_HEARTBEAT_SEC": "1"}
+    r = cli("dispatch", "--wave", cwd=repo, env=env)
+    assert r.code == 0, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("  … TASK-")]
+    for tid in ("TASK-002", "TASK-003"):
+        mine = [ln for ln in lines if ln.startswith(f"  … {tid} ")]
+        assert mine, r.stderr
+        # state, elapsed, and the last event Codex printed while it still ran
+        assert any(
+            "attempt 1 (codex) · " in ln and "· item.started (command_execution)" in ln
+            for ln in mine
+        ), mine
+
+
+def test_stdout_lines_are_told_as_they_come_and_returned_whole() -> None:
+    import sys
+    import time
+
+    from plan_build import proc
+
+    seen: list[tuple[str, float]] = []
+    code = "import sys, time\nprint('one', flush=True)\ntime.sleep(1)\nprint('two')"
+    started = time.monotonic()
+    done = proc.run(
+        [sys.executable, "-c", code],
+        timeout=30,
+        on_line=lambda ln: seen.append((ln, time.monotonic() - started)),
+    )
+    assert done.stdout == "one\ntwo\n"
+    assert [ln for ln, _ in seen] == ["one\n", "two\n"]
+    assert seen[0][1] < done.seconds - 0.5  # the first line came before the command ended
+
+
+def test_event_labels_are_read_tolerantly() -> None:
+    from plan_build.dispatch.waveprogress import event_label
+
+    assert event_label('{"type": "turn.started"}\n') == "turn.started"
+    assert event_label(LIVE_EVENT) == "item.started (command_execution)"
+    for junk in ("", "not json", "[1]", '{"type": 3}', "{" * 5000, '{"type": "a\\u001b[2J"}'):
+        label = event_label(junk)
+        assert label is None or "\x1b" not in label

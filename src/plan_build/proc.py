@@ -129,6 +129,7 @@ def run(
     cancel: threading.Event | None = None,
     supervised: bool = False,
     on_start: Callable[[int], None] | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> Completed:
     """Run `argv` to completion and capture its output as text.
 
@@ -139,7 +140,8 @@ def run(
     thread) kills the command's tree and raises CommandCancelled. `supervised` runs the command
     under a small supervisor (`plan_build.supervisor`) so no process of its tree outlives this
     one, even after a SIGKILL; `on_start(pid)` gets the pid (= process group id) of the started
-    child.
+    child. `on_line(line)` is told each line of stdout as it arrives (a wave's progress shows
+    Codex's latest event); stdout is still returned whole.
     """
     args, code, out, err, seconds = _execute(
         argv,
@@ -153,6 +155,7 @@ def run(
         cancel=cancel,
         supervised=supervised,
         on_start=on_start,
+        on_line=on_line,
     )
     result = Completed(tuple(args), code, out or "", err or "", seconds)
     log.debug("exit %s after %.3fs: %s", result.returncode, result.seconds, quote(args))
@@ -212,6 +215,7 @@ def _execute(
     cancel: threading.Event | None = None,
     supervised: bool = False,
     on_start: Callable[[int], None] | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> tuple[list[str], int, Any, Any, float]:
     """Start, wait, and return (argv, exit code, stdout, stderr, seconds)."""
     args = [os.fspath(a) for a in argv]
@@ -222,6 +226,7 @@ def _execute(
         child, lifeline = _start_supervised(args, cwd=cwd, env=env, text=text)
     else:
         child = _start(args, cwd=cwd, env=env, has_input=input is not None, text=text)
+    tee = _Tee(child, on_line) if on_line is not None and text else None
     try:
         if on_start is not None:
             on_start(child.pid)
@@ -235,10 +240,44 @@ def _execute(
             heartbeat_every=heartbeat_every if heartbeat else timeout,
             cancel=cancel,
         )
+    except CommandTimeout as exc:
+        if tee is not None:
+            exc.stdout = tee.text()
+        raise
     finally:
         if lifeline is not None:
             os.close(lifeline)  # EOF: the supervisor stops whatever is left of the tree
+    if tee is not None:
+        out = tee.text()
     return args, child.returncode, out, err, time.monotonic() - started
+
+
+class _Tee:
+    """Reads the child's stdout line by line in a thread, telling `each` every line; the
+    child's own `communicate` then reads stderr only."""
+
+    def __init__(self, child: subprocess.Popen[Any], each: Callable[[str], None]) -> None:
+        self.stream, child.stdout = child.stdout, None
+        self.lines: list[str] = []
+        self.each = each
+        self.thread = threading.Thread(target=self._pump, name="stdout-tee", daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        stream = self.stream
+        if stream is None:
+            return
+        with contextlib.suppress(OSError, ValueError), stream:
+            for line in iter(stream.readline, ""):
+                self.lines.append(line)
+                with contextlib.suppress(Exception):  # a display must never stop the run
+                    self.each(line)
+
+    def text(self) -> str:
+        """All stdout so far; waits a moment for the last lines after the child ended (a
+        descendant that keeps the pipe open does not hold the caller up)."""
+        self.thread.join(timeout=kill_grace())
+        return "".join(self.lines)
 
 
 def _start(

@@ -131,6 +131,7 @@ def run_codex(
     heartbeat: Callable[[float], None],
     on_start: Callable[[int], None],
     cancel: threading.Event | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> None:
     """Run Codex for `attempt` (supervised, with the recipe's time limit) and record its exit,
     time, events and final message; its files go to `run_dir`. `env` is the session's, for
@@ -154,6 +155,7 @@ def run_codex(
             supervised=True,
             on_start=on_start,
             cancel=cancel,
+            on_line=on_line,
         )
         attempt.codex_exit = done.returncode
         stdout = done.stdout

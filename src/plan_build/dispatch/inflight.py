@@ -107,6 +107,14 @@ class InFlight:
             text = taskfile.with_block(text, self.task_id, self.dispatch_id, block)
             atomic_write(self.path, text)
 
+    def codex_line(self, line: str) -> None:
+        """One line of Codex's stdout as it arrives: its event names the progress line."""
+        from plan_build.dispatch.waveprogress import event_label
+
+        label = event_label(line)
+        if label is not None:
+            self.last_event = label
+
     def heartbeat(self, what: str) -> Callable[[float], None]:
         def beat(elapsed: float) -> None:
             if self.quiet_heartbeat:

@@ -315,6 +315,7 @@ class Dispatcher:
             heartbeat=d.heartbeat(f"codex still working on {d.task_id}"),
             on_start=self._started,
             cancel=d.cancel,
+            on_line=d.codex_line if d.plan_repo is not None else None,
         )
         return attempt, before, ignored
 

@@ -8,6 +8,7 @@ PLAN_BUILD_HEARTBEAT_SEC seconds (30 by default), the same interval review round
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from plan_build.dispatch.evidence import human_seconds
-from plan_build.ui import Console
+from plan_build.ui import Console, printable
 
 HEARTBEAT = 30.0
 HEARTBEAT_ENV = "PLAN_BUILD_HEARTBEAT_SEC"
@@ -28,6 +29,27 @@ def heartbeat_every(env: Mapping[str, str]) -> float:
     except ValueError:
         return HEARTBEAT
     return value if math.isfinite(value) and 0 < value <= 3600 else HEARTBEAT
+
+
+def event_label(line: str) -> str | None:
+    """A short name for one line of `codex exec --json` output (`turn.started`,
+    `item.completed (command_execution)`), or None for a line that is not an event. Tolerant:
+    anything unexpected is skipped, never an error (the stream is only shown here)."""
+    text = line.strip()
+    if not text.startswith("{") or len(text) > 1_000_000:
+        return None
+    try:
+        event = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    kind = event.get("type") if isinstance(event, dict) else None
+    if not isinstance(kind, str) or not kind or len(kind) > 64:
+        return None
+    item = event.get("item")
+    sort = item.get("type") if isinstance(item, dict) else None
+    if isinstance(sort, str) and sort and len(sort) <= 64:
+        return printable(f"{kind} ({sort})")
+    return printable(kind)
 
 
 class Shown(Protocol):
@@ -123,4 +145,4 @@ class WaveProgress:
                 self.console.stream.flush()
 
 
-__all__ = ["WaveProgress", "heartbeat_every", "line"]
+__all__ = ["WaveProgress", "event_label", "heartbeat_every", "line"]
