@@ -53,6 +53,8 @@ class TaskRun:
     why: str = ""
     worktree: str = ""
     applied: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # the task's whole time in the wave
+    worktree_seconds: float = 0.0  # creating its worktree
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"task": self.task_id, "outcome": self.outcome, "why": self.why}
@@ -60,6 +62,12 @@ class TaskRun:
             out.update(status=self.result.status, reason=self.result.reason)
         out["applied"] = self.applied
         out["worktree"] = self.worktree or None
+        codex_s = sum(a.codex_seconds for a in self.flight.attempts) if self.flight else 0.0
+        out["seconds"] = {
+            "total": round(self.seconds, 3),
+            "worktree": round(self.worktree_seconds, 3),
+            "codex": round(codex_s, 3),
+        }
         return out
 
 
@@ -177,12 +185,15 @@ class Wave:
                 run.worktree = ""
             self.state.set(task.id, state="refused", why=exc.what)
         finally:
+            run.seconds = time.monotonic() - run.started
             run.state = f"done ({run.outcome or 'stopped'})"
 
     def _dispatch(self, run: TaskRun, task: Task) -> None:
         """The task's dispatch in its worktree; a verified result is then applied."""
         run.state = "creating worktree"
+        began = time.monotonic()
         wt = self._worktree(task.id)
+        run.worktree_seconds = time.monotonic() - began
         run.worktree = str(wt.root)
         self.state.set(task.id, worktree=str(wt.root), state="running")
         disp = Dispatcher(
