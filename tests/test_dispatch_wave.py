@@ -219,6 +219,14 @@ def test_a_task_out_of_scope_is_blocked_its_worktree_kept_and_nothing_applied(
     assert "worktree kept" in r.stderr
     again = cli("dispatch", "--wave", "--dry-run", "--json", cwd=repo, env=DEGRADED)
     assert json.loads(again.stdout)["plan"]["run"] == ["TASK-004"]
+    # the next wave runs; the blocked task's worktree stays listed until it is removed
+    codex_for(stubs, "task-004", {"src/a.py": "A-AGAIN\n"})
+    assert cli("dispatch", "--wave", cwd=repo, env=DEGRADED).code == 0
+    assert (repo / "src" / "a.py").read_text() == "A-AGAIN\n"
+    listed = cli("tasks", cwd=repo, env=DEGRADED)
+    assert "wave worktree kept: TASK-002 (blocked)" in listed.stderr
+    git(repo, "worktree", "remove", "--force", str(wave_dirs(repo)[0]))
+    assert "wave worktree kept" not in cli("tasks", cwd=repo, env=DEGRADED).stderr
 
 
 def test_a_single_dispatch_in_progress_stops_a_wave(repo: Path, stubs: Stubs, cli) -> None:

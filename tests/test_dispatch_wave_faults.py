@@ -102,14 +102,19 @@ def test_ctrl_c_mid_wave_stops_every_codex_and_a_rerun_resumes_the_wave(
 ) -> None:
     tasks_md = plan(repo)
     hang_both(stubs)
-    child = start_wave(repo)
+    child = start_wave(repo, "--json")
     assert not (said := started(child, stubs)), said
     assert wait_until(lambda: len(survivors(stubs.home)) >= 2)
 
     child.send_signal(signal.SIGINT)
-    _out, err = child.communicate(timeout=30)
+    out, err = child.communicate(timeout=30)
 
     assert child.returncode == 130, err
+    stopped = json.loads(out)  # --json says where the wave stood
+    assert [(t["task"], t["outcome"]) for t in stopped["tasks"]] == [
+        ("TASK-002", "interrupted"),
+        ("TASK-003", "interrupted"),
+    ]
     assert wait_until(lambda: survivors(stubs.home) == [], timeout=10)
     assert_consistent(tasks_md, {"TASK-002": "In Progress", "TASK-003": "In Progress"})
     text = tasks_md.read_text()

@@ -19,6 +19,7 @@ import io
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,8 +98,15 @@ class WaveResult:
 
 class Wave:
     def __init__(
-        self, session: Session, recipe: recipes.Recipe, *, jobs: int, accept_recipe: bool
+        self,
+        session: Session,
+        recipe: recipes.Recipe,
+        *,
+        jobs: int,
+        accept_recipe: bool,
+        on_interrupt: Callable[[WaveResult], None] | None = None,
     ) -> None:
+        self.on_interrupt = on_interrupt
         self.session = session
         self.user: Repo = session.repo
         self.recipe = recipe
@@ -139,12 +147,14 @@ class Wave:
         found = worktrees.open_existing(self.user, kept) if kept else None
         if found is not None:
             return found
+        if kept is not None and kept.exists():  # half made when the wave stopped
+            worktrees.remove(self.user, kept)
         if entry:  # its worktree is gone: what it ran cannot be resumed, so it starts over
             saved = taskstate.read(self.user, tid)
             taskstate.write(self.user, tid, {k: v for k, v in saved.items() if k != "running"})
-        made = worktrees.create(self.user, self.state.wave_id, tid, self.start_tree)
-        self.state.set(tid, worktree=str(made.root), state="running")
-        return made
+        path = worktrees.where(self.user, self.state.wave_id, tid)
+        self.state.set(tid, worktree=str(path), state="running")  # named before it exists
+        return worktrees.create(self.user, self.state.wave_id, tid, self.start_tree)
 
     def _session(self, wt: Repo) -> Session:
         console = self.progress.relay() if self.progress else self.session.console
@@ -324,8 +334,14 @@ class Wave:
             self.runs = {t.id: TaskRun(t.id) for t in plan.run}
             result.runs = list(self.runs.values())
             self.start_tree = snapshot.worktree_tree(self.user)
-            with interrupts.stopping():
-                self._run_all(plan.run)
+            try:
+                with interrupts.stopping():
+                    self._run_all(plan.run)
+            except KeyboardInterrupt:
+                if self.on_interrupt is not None:
+                    with contextlib.suppress(Exception):
+                        self.on_interrupt(result)
+                raise
             self._summary(result)
             return result
         finally:
@@ -381,15 +397,23 @@ def run(
     dry_run: bool = False,
     accept_recipe: bool = False,
     recipe: recipes.Recipe | None = None,
+    on_interrupt: Callable[[WaveResult], None] | None = None,
 ) -> WaveResult:
-    """Plan and run one wave (or resume a stopped one) in the session's work tree."""
+    """Plan and run one wave (or resume a stopped one) in the session's work tree.
+    `on_interrupt` gets the wave as it stood when Ctrl-C or a signal stopped it."""
     n = jobs if jobs is not None else waveplan.default_jobs()
     if not 1 <= n <= waveplan.MAX_JOBS:
         raise usage(
             f"--jobs {n} is out of range",
             f"use a number from 1 to {waveplan.MAX_JOBS} (default: the core count, at most 4)",
         )
-    wave = Wave(session, recipe or recipes.current(), jobs=n, accept_recipe=accept_recipe)
+    wave = Wave(
+        session,
+        recipe or recipes.current(),
+        jobs=n,
+        accept_recipe=accept_recipe,
+        on_interrupt=on_interrupt,
+    )
     return wave.run(dry_run=dry_run)
 
 

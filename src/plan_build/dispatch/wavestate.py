@@ -1,11 +1,12 @@
 """A wave's record and lock, one per user work tree: `<state>/dispatch/waves/<key>.json`.
 
 The record names the wave, and for each of its tasks the worktree it runs in, how far it got
-(`running`, `applied`, `conflict`, `blocked`, `interrupted`, `refused`) and the process groups
-it started (so a wave that takes over after a SIGKILL stops any survivor first). A wave that
-stopped part-way leaves it behind: the next `dispatch --wave` in that work tree resumes the
-unfinished tasks only, and `status` names the worktrees kept. The lock (`<key>.lock`) is per
-work tree, so two waves in two worktrees of one repository run side by side.
+(`running`, `verified`, `applied`, `conflict`, `blocked`, `interrupted`, `refused`) and the
+process group it runs (so a wave that takes over after a SIGKILL stops any survivor first).
+A wave that stopped part-way leaves it behind: the next `dispatch --wave` in that work tree
+resumes the unfinished tasks only, and `status` names the worktrees kept (also those of
+earlier waves, under `kept`, until they are removed). The lock (`<key>.lock`) is per work
+tree, so two waves in two worktrees of one repository run side by side.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from plan_build.errors import usage
 from plan_build.fsutil import StateFileError, read_json, write_json
 from plan_build.gitrepo import Repo
 
-UNFINISHED = ("running", "interrupted")
-KEPT = ("conflict", "blocked", "interrupted", "running")
+# `verified`: the task passed, and the wave stopped before its result was applied
+UNFINISHED = ("running", "interrupted", "verified")
+KEPT = ("conflict", "blocked", "interrupted", "running", "verified")
 
 
 def key(repo: Repo) -> str:
@@ -68,14 +70,32 @@ def kept(repo: Repo) -> list[tuple[str, str, str]]:
             data = read_json(path, "")
         except (OSError, StateFileError, FileNotFoundError):
             continue
-        tasks = data.get("tasks") if isinstance(data, dict) else None
-        for tid, v in (tasks or {}).items():
+        if not isinstance(data, dict):
+            continue
+        entries = [*_entries(data.get("kept")), *_entries(data.get("tasks"))]
+        for tid, v in entries:
             if not isinstance(v, dict) or v.get("state") not in KEPT:
                 continue
             wt = str(v.get("worktree") or "")
             if wt and Path(wt).exists():
                 out.append((str(tid), str(v.get("state")), wt))
     return out
+
+
+def _entries(value: object) -> list[tuple[str, Any]]:
+    return list(value.items()) if isinstance(value, dict) else []
+
+
+def _still_kept(tasks: object) -> dict[str, Any]:
+    """The entries of a record's tasks whose worktree is kept and still there."""
+    return {
+        t: v
+        for t, v in _entries(tasks)
+        if isinstance(v, dict)
+        and v.get("state") in KEPT
+        and v.get("worktree")
+        and Path(str(v["worktree"])).exists()
+    }
 
 
 def _busy(record: locks.Record) -> BaseException:
@@ -113,8 +133,9 @@ class WaveState:
 
     def begin(self, wave_id: str, resumed: bool) -> None:
         with self._mutex:
-            if not resumed:
-                self.data = {"wave": wave_id, "started": clock.stamp(), "tasks": {}}
+            if not resumed:  # earlier waves' kept worktrees stay listed until they are removed
+                kept = {**_still_kept(self.data.get("kept")), **_still_kept(self.data.get("tasks"))}
+                self.data = {"wave": wave_id, "started": clock.stamp(), "tasks": {}, "kept": kept}
             self.data["pid"] = os.getpid()
             self._write()
 
@@ -141,8 +162,8 @@ class WaveState:
     def finish(self) -> None:
         """Forget the record when nothing is left to resume or to look at."""
         with self._mutex:
-            tasks = self.data.get("tasks") or {}
-            if all(isinstance(v, dict) and v.get("state") not in KEPT for v in tasks.values()):
+            left = {**_still_kept(self.data.get("kept")), **_still_kept(self.data.get("tasks"))}
+            if not left:
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
             else:

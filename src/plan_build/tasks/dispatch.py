@@ -191,8 +191,15 @@ def dispatch(  # noqa: PLR0917 - invoke maps each flag to a parameter
             )
         from plan_build.dispatch import wave as waves
 
+        def stopped(partial: Any) -> None:
+            jsonout.write(session.stdout, partial.as_json())
+
         outcome = waves.run(
-            session, jobs=jobs or None, dry_run=dry_run, accept_recipe=accept_recipe
+            session,
+            jobs=jobs or None,
+            dry_run=dry_run,
+            accept_recipe=accept_recipe,
+            on_interrupt=stopped if json else None,
         )
         if json:
             jsonout.write(session.stdout, outcome.as_json())
