@@ -42,7 +42,7 @@ def test_the_dry_run_names_the_wave_and_why_the_others_wait(repo: Path, cli) -> 
     assert later["task"] == "TASK-004"
     assert "overlaps TASK-002's `src/a.py`" in later["why"]
     (waiting,) = plan["waiting"]
-    assert waiting == {"task": "TASK-005", "why": "depends on TASK-002 is Pending"}
+    assert waiting == {"task": "TASK-005", "why": "waits for TASK-002 (Pending) to be Complete"}
     assert "next wave: TASK-004: its scope `src/a.py` overlaps TASK-002's" in r.stderr
     assert tasks_md.read_bytes() == before  # a dry run changes nothing
     assert wave_dirs(repo) == []

@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent import futures
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,69 +30,14 @@ from plan_build.dispatch import applyback, taskfile, taskstate, waveplan, wavest
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch.inflight import InFlight
-from plan_build.dispatch.results import DispatchResult
 from plan_build.dispatch.runner import Dispatcher
 from plan_build.dispatch.taskmodel import IN_PROGRESS, REVIEW, Task
 from plan_build.dispatch.waveprogress import WaveProgress, heartbeat_every
-from plan_build.errors import ExitCode, PlanBuildError, usage
+from plan_build.dispatch.waveresult import TaskRun, WaveResult
+from plan_build.errors import PlanBuildError, usage
 from plan_build.gitrepo import Repo
 
 APPLYING = threading.Lock()  # one result at a time goes into the user's work tree
-
-
-@dataclass
-class TaskRun:
-    """One task of the wave, as the progress lines and the summary show it."""
-
-    task_id: str
-    state: str = "waiting"
-    started: float = field(default_factory=time.monotonic)
-    flight: InFlight | None = None
-    result: DispatchResult | None = None
-    outcome: str = ""  # applied, conflict, blocked, interrupted, refused
-    why: str = ""
-    worktree: str = ""
-    applied: list[str] = field(default_factory=list)
-    seconds: float = 0.0  # the task's whole time in the wave
-    worktree_seconds: float = 0.0  # creating its worktree
-
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"task": self.task_id, "outcome": self.outcome, "why": self.why}
-        if self.result is not None:
-            out.update(status=self.result.status, reason=self.result.reason)
-        out["applied"] = self.applied
-        out["worktree"] = self.worktree or None
-        codex_s = sum(a.codex_seconds for a in self.flight.attempts) if self.flight else 0.0
-        out["seconds"] = {
-            "total": round(self.seconds, 3),
-            "worktree": round(self.worktree_seconds, 3),
-            "codex": round(codex_s, 3),
-        }
-        return out
-
-
-@dataclass
-class WaveResult:
-    wave_id: str
-    plan: waveplan.WavePlan
-    runs: list[TaskRun]
-    resumed: bool = False
-    dry_run: bool = False
-
-    @property
-    def exit_code(self) -> ExitCode:
-        if self.dry_run or all(r.outcome == "applied" for r in self.runs):
-            return ExitCode.OK
-        return ExitCode.BLOCKED
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "wave": self.wave_id or None,
-            "resumed": self.resumed,
-            "dry_run": self.dry_run,
-            "plan": self.plan.as_json(),
-            "tasks": [r.as_json() for r in self.runs],
-        }
 
 
 class Wave:
@@ -156,8 +100,8 @@ class Wave:
         self.state.set(tid, worktree=str(path), state="running")  # named before it exists
         return worktrees.create(self.user, self.state.wave_id, tid, self.start_tree)
 
-    def _session(self, wt: Repo) -> Session:
-        console = self.progress.relay() if self.progress else self.session.console
+    def _session(self, wt: Repo, task_id: str) -> Session:
+        console = self.progress.relay(task_id) if self.progress else self.session.console
         s = Session(
             cwd=wt.root,
             env=self.session.env,
@@ -207,7 +151,11 @@ class Wave:
         run.worktree = str(wt.root)
         self.state.set(task.id, worktree=str(wt.root), state="running")
         disp = Dispatcher(
-            self._session(wt), task.id, self.recipe, plan_repo=self.user, cancel=self.cancel
+            self._session(wt, task.id),
+            task.id,
+            self.recipe,
+            plan_repo=self.user,
+            cancel=self.cancel,
         )
         disp.on_group = lambda pgid: self.state.group(task.id, pgid)
         run.flight = d = disp.flight

@@ -110,8 +110,8 @@ def plan(tf: TaskFile, *, jobs: int, names: NameRules = BYTEWISE) -> WavePlan:
             continue
         pending = [d for d in task.dependencies if (tf.get(d) or task).status != COMPLETE]
         if pending:
-            states = ", ".join(f"{d} is {(tf.get(d) or task).status}" for d in pending)
-            out.waiting.append((task, f"depends on {states}"))
+            states = ", ".join(f"{d} ({(tf.get(d) or task).status})" for d in pending)
+            out.waiting.append((task, f"waits for {states} to be Complete"))
             continue
         clash = next(
             ((t, overlap(task, t, names)) for t in out.run if overlap(task, t, names)), None

@@ -74,14 +74,16 @@ def line(run: Shown, now: float) -> str:
 
 
 class _Relay(Console):
-    """The console a wave's tasks speak through: a line of theirs goes above the live block."""
+    """The console a wave's tasks speak through: a line of theirs goes above the live block,
+    marked with the task it is about (two tasks' lines interleave)."""
 
-    def __init__(self, progress: WaveProgress) -> None:
+    def __init__(self, progress: WaveProgress, task_id: str) -> None:
         super().__init__(stream=progress.console.stream, fancy=progress.console.fancy)
         self._progress = progress
+        self._tag = f"[{task_id}] "
 
     def say(self, text: str = "") -> None:
-        self._progress.say(text)
+        self._progress.say(self._tag + text if text.strip() else text)
 
 
 class WaveProgress:
@@ -94,8 +96,8 @@ class WaveProgress:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def relay(self) -> Console:
-        return _Relay(self)
+    def relay(self, task_id: str) -> Console:
+        return _Relay(self, task_id)
 
     def lines(self) -> list[str]:
         now = time.monotonic()

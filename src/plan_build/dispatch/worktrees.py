@@ -81,13 +81,15 @@ def open_existing(repo: Repo, path: Path) -> Repo | None:
 def remove(repo: Repo, path: Path) -> None:
     """Remove the worktree at `path` (and what git keeps about it); never raises."""
     with _admin(repo):
+        removed = False
         with contextlib.suppress(PlanBuildError, OSError):
-            repo.git("worktree", "remove", "--force", str(path), check=False)
-        with contextlib.suppress(OSError):
-            if path.exists() and base(repo) in path.parents:
-                shutil.rmtree(path)
-        with contextlib.suppress(PlanBuildError, OSError):
-            repo.git("worktree", "prune", check=False)
+            removed = repo.git("worktree", "remove", "--force", str(path), check=False).ok
+        if not removed:  # half made, or moved: drop its files, then git's record of it
+            with contextlib.suppress(OSError):
+                if path.exists() and base(repo) in path.parents:
+                    shutil.rmtree(path)
+            with contextlib.suppress(PlanBuildError, OSError):
+                repo.git("worktree", "prune", check=False)
     with contextlib.suppress(OSError):
         path.parent.rmdir()  # the wave's folder, once its last worktree is gone
 
