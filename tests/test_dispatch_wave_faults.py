@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from plan_build.dispatch import taskfile
 from tests.conftest import Stubs, git
 from tests.dispatch_support import status_of
@@ -195,3 +197,40 @@ def test_two_waves_in_two_worktrees_of_one_repository_run_side_by_side(
     assert (repo / "src" / "c.py").read_text() == "c1\n"
     assert sorted(worktree_list(repo)) == sorted([str(repo), str(other)])
     assert tasks_md.exists()
+
+
+@pytest.mark.parametrize("state", ["running", "verified"])
+def test_a_wave_killed_after_a_task_ended_applies_its_result_on_resume(
+    repo: Path, stubs: Stubs, cli: Any, state: str
+) -> None:
+    """A kill between a task's outcome and its apply leaves the task Review and its record
+    `running` (or `verified`, after the change was read): the resumed wave applies the result
+    and runs no Codex again."""
+    tasks_md = plan(repo)
+    user_file = repo / "src" / "a.py"
+    # first wave: TASK-002's result meets the user's edit, so it is kept, not applied
+    codex_for(
+        stubs,
+        "task-002",
+        {"src/a.py": "A-DONE\n"},
+        run=["sh", "-c", f"printf 'USER\\n' > {user_file}"],
+    )
+    codex_for(stubs, "task-003", {"src/b.py": "B-DONE\n"})
+    assert cli("dispatch", "--wave", cwd=repo, env=DEGRADED).code == 6
+    runs_before = len(codex_runs(stubs))
+    user_file.write_text("a1\na2\na3\na4\na5\na6\n")  # the user undoes the edit
+    record_path = repo / ".git" / "plan-build" / "dispatch" / "waves" / "main.json"
+    record = json.loads(record_path.read_text())
+    record["tasks"]["TASK-002"]["state"] = state  # what a kill at that moment leaves
+    record_path.write_text(json.dumps(record))
+
+    r = cli("dispatch", "--wave", "--json", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["resumed"] is True
+    assert [(t["task"], t["outcome"]) for t in out["tasks"]] == [("TASK-002", "applied")]
+    assert user_file.read_text() == "A-DONE\n"
+    assert len(codex_runs(stubs)) == runs_before  # no Codex ran again
+    assert status_of(tasks_md, "TASK-002") == "Review"
+    assert wave_dirs(repo) == []

@@ -26,15 +26,24 @@ from typing import Any
 
 from plan_build import clock, interrupts, proc, snapshot
 from plan_build.context import Session
-from plan_build.dispatch import applyback, taskfile, taskstate, waveplan, wavestate, worktrees
+from plan_build.dispatch import (
+    applyback,
+    preconditions,
+    taskfile,
+    taskstate,
+    waveplan,
+    wavestate,
+    worktrees,
+)
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch.inflight import InFlight
 from plan_build.dispatch.runner import Dispatcher
+from plan_build.dispatch.scope import Byproducts
 from plan_build.dispatch.taskmodel import IN_PROGRESS, REVIEW, Task
 from plan_build.dispatch.waveprogress import WaveProgress, heartbeat_every
 from plan_build.dispatch.waveresult import TaskRun, WaveResult
-from plan_build.errors import PlanBuildError, usage
+from plan_build.errors import ExitCode, PlanBuildError, usage
 from plan_build.gitrepo import Repo
 
 APPLYING = threading.Lock()  # one result at a time goes into the user's work tree
@@ -98,7 +107,11 @@ class Wave:
             taskstate.write(self.user, tid, {k: v for k, v in saved.items() if k != "running"})
         path = worktrees.where(self.user, self.state.wave_id, tid)
         self.state.set(tid, worktree=str(path), state="running")  # named before it exists
-        return worktrees.create(self.user, self.state.wave_id, tid, self.start_tree)
+        made = worktrees.create(self.user, self.state.wave_id, tid, self.start_tree)
+        # what the task's change is counted from when it is applied, whatever its dispatch
+        # records (a dispatch begun again in this worktree would start from its own result)
+        self.state.set(tid, start=codex.tree(made))
+        return made
 
     def _session(self, wt: Repo, task_id: str) -> Session:
         console = self.progress.relay(task_id) if self.progress else self.session.console
@@ -126,6 +139,8 @@ class Wave:
             entry = self.state.task(task.id)
             if entry.get("state") == "verified":  # stopped after verification, before applying
                 self._apply(run, None, entry)
+            elif entry and task.status == REVIEW:  # stopped after the outcome was written
+                self._apply_finished(run, task, entry)
             else:
                 self._dispatch(run, task)
         except proc.CommandCancelled:
@@ -176,32 +191,54 @@ class Wave:
             run.outcome, run.why = "blocked", result.reason
             self.state.set(task.id, state="blocked", why=result.reason)
             return
+        start = self.state.task(task.id).get("start")
+        self._verified(run, wt, str(start or d.baseline), d.byproducts, d)
+
+    def _verified(
+        self, run: TaskRun, wt: Repo, base: str, byproducts: Byproducts, d: InFlight | None
+    ) -> None:
         end = codex.tree(wt)
-        base = d.baseline or end
         changed = snapshot.changed_paths(wt, base, end)
         entry = {
             "base": base,
             "end": end,
-            "paths": [p for p in changed if not d.byproducts.matches(p)],
+            "paths": [p for p in changed if not byproducts.matches(p)],
         }
-        self.state.set(task.id, state="verified", **entry)
+        self.state.set(run.task_id, state="verified", **entry)
         self._apply(run, d, entry)
+
+    def _apply_finished(self, run: TaskRun, task: Task, entry: dict[str, Any]) -> None:
+        """The task's dispatch ended in Review, but the wave stopped before it was applied."""
+        kept = Path(str(entry.get("worktree") or ""))
+        wt = worktrees.open_existing(self.user, kept) if entry.get("worktree") else None
+        if wt is None or not entry.get("start"):
+            raise PlanBuildError(
+                f"{task.id} ended in Review but its worktree is gone, so its result cannot "
+                "be applied",
+                f"dispatch it again: plan-build dispatch {task.id}",
+                code=ExitCode.BLOCKED,
+            )
+        run.worktree = str(wt.root)
+        byproducts = preconditions.byproducts(self.session.config, self.user.names)
+        self._verified(run, wt, str(entry["start"]), byproducts, None)
 
     def _apply(self, run: TaskRun, d: InFlight | None, entry: dict[str, Any]) -> None:
         run.state = "applying"
         run.worktree = run.worktree or str(entry.get("worktree") or "")
         paths = [str(p) for p in entry.get("paths") or []]
         with APPLYING:
-            now = codex.tree(self.user)
-            got = applyback.apply(
-                self.user,
-                task_id=run.task_id,
-                base=str(entry["base"]),
-                end=str(entry["end"]),
-                now=now,
-                paths=paths,
-                applied_by=self.applied_by,
-            )
+            try:
+                got = applyback.apply(
+                    self.user,
+                    task_id=run.task_id,
+                    base=str(entry["base"]),
+                    end=str(entry["end"]),
+                    now=codex.tree(self.user),
+                    paths=paths,
+                    applied_by=self.applied_by,
+                )
+            except PlanBuildError as exc:  # a git failure, a path behind a symbolic link
+                got = applyback.Applied(conflicts=[f"plan-build could not apply it: {exc.what}"])
             if got.ok:
                 for p in got.paths:
                     self.applied_by[p] = run.task_id
