@@ -76,8 +76,10 @@ def _merge(
     """The file with both edits, or a line saying why they cannot both go in. `who` is the
     other side: "you" or a task id."""
     whose = "your" if who == "you" else f"{who}'s"
-    if b is None or t is None or u is None:
-        return f"`{path}`: {me} and {who} both added or removed it"
+    if b is None:
+        return f"`{path}`: {me} and {who} both added it"
+    if t is None or u is None:
+        return f"`{path}`: {me} and {who} both changed it, and one of them removed it"
     if not (b[0] == t[0] == u[0]) or b[0] not in ("100644", "100755"):
         return f"`{path}`: {me} and {who} both changed it, and its type or mode differs"
     base, mine, theirs = _blob(repo, b[1]), _blob(repo, t[1]), _blob(repo, u[1])
