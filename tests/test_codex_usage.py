@@ -23,9 +23,9 @@ from plan_build.dispatch import telemetry
 from plan_build.review import codex
 from plan_build.views import report as report_view
 from plan_build.views import story as st
-from tests import dispatch_support
-from tests.dispatch_support import codex_edits, make_plan
+from tests.support import dispatching as dispatch_support
 from tests.support import reviewkit, stories
+from tests.support.dispatching import codex_edits, make_plan
 from tests.support.reviewkit import CLEAN, PLAN, claude_session, codex_rule, only_workflow
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}

@@ -26,7 +26,7 @@ from plan_build.core.ui import Console
 from plan_build.dispatch import recipe as recipes
 from plan_build.dispatch import runner as dispatch
 from plan_build.dispatch import taskfile, telemetry
-from tests.dispatch_support import (
+from tests.support.dispatching import (
     PLAN,
     codex_edits,
     codex_runs,

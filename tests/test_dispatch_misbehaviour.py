@@ -21,7 +21,7 @@ import psutil
 import pytest
 
 from plan_build.dispatch import evidence
-from tests.dispatch_support import codex_edits, codex_runs, make_plan, status_of
+from tests.support.dispatching import codex_edits, codex_runs, make_plan, status_of
 from tests.support.stubs import Stubs
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}

@@ -18,7 +18,7 @@ from plan_build.core.errors import PlanBuildError
 from plan_build.core.fsutil import NameRules
 from plan_build.dispatch import attempt
 from plan_build.dispatch.scope import Byproducts, Scope
-from tests.dispatch_support import PLAN, codex_edits, make_plan, status_of
+from tests.support.dispatching import PLAN, codex_edits, make_plan, status_of
 from tests.support.gitcmd import git
 from tests.support.stubs import Stubs
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plan_build.delivery import hunks
-from plan_build.delivery.hunks import Hunk
+from plan_build.core import hunks
+from plan_build.core.hunks import Hunk
 from tests.support.properties import examples
 
 

@@ -114,7 +114,7 @@ def test_status_loads_no_reviewer_and_no_psutil(repo: Path) -> None:
 def test_status_with_a_review_and_tasks_loads_no_reviewer_and_no_psutil(reviewed: Path) -> None:
     """`status` reads the review workflow and TASKS.md (issue 23): still no reviewer, no
     process killer, no recipe."""
-    from tests.dispatch_support import make_plan
+    from tests.support.dispatching import make_plan
 
     make_plan(reviewed)
     subprocess.run(

@@ -15,7 +15,7 @@ from plan_build.delivery import baseline
 from plan_build.delivery import commit as commit_mod
 from plan_build.views import report as view
 from plan_build.views import storyread
-from tests.dispatch_support import codex_edits, commit_records, make_plan
+from tests.support.dispatching import codex_edits, commit_records, make_plan
 from tests.support.interaction import ScriptedInteraction
 from tests.support.paths import ROOT
 from tests.support.reviewkit import (

@@ -59,7 +59,7 @@ def test_any_other_spelling_of_status_runs_through_the_program(
 def test_status_says_the_same_as_the_program_in_each_state(
     repo: Path, tmp_path: Path, args: tuple[str, ...]
 ) -> None:
-    from tests.dispatch_support import make_plan
+    from tests.support.dispatching import make_plan
 
     outside = tmp_path / "not-a-repo"
     outside.mkdir()

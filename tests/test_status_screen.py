@@ -24,7 +24,7 @@ from plan_build.core.ui import Console
 from plan_build.delivery import baseline
 from plan_build.delivery import commit as commit_mod
 from plan_build.views import status as view
-from tests.dispatch_support import codex_edits, commit_records, make_plan
+from tests.support.dispatching import codex_edits, commit_records, make_plan
 from tests.support.gitcmd import git
 from tests.support.interaction import ScriptedInteraction
 from tests.support.paths import ROOT

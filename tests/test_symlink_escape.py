@@ -13,7 +13,7 @@ import pytest
 from plan_build.core import fsutil, gitrepo
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.startup import architectrecords, identity
-from tests.dispatch_support import codex_edits, make_plan
+from tests.support.dispatching import codex_edits, make_plan
 from tests.support.gitcmd import git
 from tests.support.reviewkit import CLEAN, codex_rule, only_workflow, tree_bytes
 

@@ -169,8 +169,8 @@ def test_lint_names_the_task_and_line_of_each_problem() -> None:
         "TASKS.md:4: TASK-001: unknown status 'Done' (use one of: Pending, In Progress, "
         "Blocked, Review, Complete)",
         "TASKS.md:5: TASK-001: dependency cycle: TASK-001 → TASK-002 → TASK-001",
-        "TASKS.md:10: TASK-002: more than one task is In Progress (TASK-002, TASK-003); only "
-        "one may be",
+        "TASKS.md:10: warning: TASK-002: more than one task is In Progress (TASK-002, "
+        "TASK-003); only a wave (plan-build dispatch --wave) runs several at once",
         "TASKS.md:13: TASK-002: scope entry '/etc/passwd' is absolute; write it relative to "
         "the repository root",
         "TASKS.md:14: TASK-002: scope entry '../outside' leaves the repository (..)",

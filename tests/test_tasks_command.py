@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.dispatch_support import PLAN, codex_edits, make_plan
+from tests.support.dispatching import PLAN, codex_edits, make_plan
 from tests.support.stubs import Stubs
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}

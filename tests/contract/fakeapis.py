@@ -172,6 +172,9 @@ class ResponsesApi(_LoopbackApi):
         self.scenario: Scenario = "reply"
         self.reply = "MOCK-REPLY: done"
         self.commands: list[str] = []  # shell commands Codex is asked to run before replying
+        # per prompt: the first key found in a turn's user text picks that turn's commands
+        # (several Codex runs at once, e.g. a wave's tasks, each get their own edits)
+        self.commands_by_prompt: dict[str, list[str]] = {}
         # called while the turn is open, just before the reply: something a user does meanwhile
         self.before_reply: Callable[[], None] | None = None
         # the Responses `usage` of every streamed response (None: the field is left out)
@@ -223,18 +226,25 @@ class ResponsesApi(_LoopbackApi):
         if self.scenario == "hang":
             self.recorder.closing.wait(600)  # until the server shuts down
             return
+        items = (request.body or {}).get("input", [])
         done = sum(
             1
-            for item in (request.body or {}).get("input", [])
+            for item in items
             if isinstance(item, dict) and item.get("type") == "function_call_output"
         )
-        if done < len(self.commands):
+        commands = self.commands
+        if self.commands_by_prompt:
+            text = json.dumps(items)
+            commands = next(
+                (cmds for key, cmds in self.commands_by_prompt.items() if key in text), commands
+            )
+        if done < len(commands):
             call = {
                 "type": "function_call",
                 "id": f"fc_{done}",
                 "call_id": f"call_{done}",
                 "name": "exec_command",
-                "arguments": json.dumps({"cmd": self.commands[done]}),
+                "arguments": json.dumps({"cmd": commands[done]}),
             }
             h.send(200, "text/event-stream", self._stream(call))
             return

@@ -22,9 +22,9 @@ import psutil
 import pytest
 
 from plan_build.core import proc
-from tests import dispatch_support
 from tests.contract.conftest import Agents
 from tests.contract.fakeapis import ResponsesApi
+from tests.support import dispatching as dispatch_support
 from tests.support import reviewkit, stubtool
 from tests.support.gitcmd import git
 

@@ -25,7 +25,7 @@ from plan_build.dispatch import runner as dispatch
 from plan_build.dispatch import telemetry
 from tests.contract.conftest import Agents
 from tests.contract.fakeapis import ResponsesApi
-from tests.dispatch_support import make_plan, status_of
+from tests.support.dispatching import make_plan, status_of
 from tests.support.sessions import make_session
 
 pytestmark = pytest.mark.contract
@@ -453,3 +453,43 @@ def test_the_in_progress_note_names_the_attempt_the_real_codex_is_running(
     assert "attempt 2 (corrector) running under pid" in notes[1]
     assert "attempt 3 (corrector) running under pid" in notes[2]
     assert status_of(tasks_md, "TASK-002") == "Blocked"
+
+
+def test_a_wave_of_two_tasks_lands_both_results_in_the_work_tree(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    """`dispatch --wave`: two real Codex runs side by side, each in its own worktree under the
+    git common dir, each verified there, both results applied to the user's work tree."""
+    from tests.support.waves import make_wave_plan, task, wave_dirs, worktree_list
+
+    tasks_md = make_wave_plan(
+        repo,
+        [
+            task("TASK-002", "src/a.py", "grep -q A-DONE src/a.py"),
+            task("TASK-003", "src/b.py", "grep -q B-DONE src/b.py"),
+        ],
+    )
+    codex_api.commands_by_prompt = {
+        "(task-002)": ["printf 'a1\\nA-DONE\\n' > src/a.py"],
+        "(task-003)": ["printf 'B-DONE\\n' > src/b.py"],
+    }
+    codex_api.reply = "Done."
+
+    r = cli("dispatch", "--wave", "--jobs", "2", "--json", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [(t["task"], t["status"], t["outcome"]) for t in out["tasks"]] == [
+        ("TASK-002", "Review", "applied"),
+        ("TASK-003", "Review", "applied"),
+    ]
+    assert (repo / "src" / "a.py").read_text() == "a1\nA-DONE\n"
+    assert (repo / "src" / "b.py").read_text() == "B-DONE\n"
+    assert status_of(tasks_md, "TASK-002") == "Review"
+    assert status_of(tasks_md, "TASK-003") == "Review"
+    # the real Codex ran in the worktrees (its sandbox allowed writes there), not the repo
+    prompts = [codex_api.last_user_text(i) for i in range(len(codex_api.turns()))]
+    assert any("(task-002)" in p for p in prompts)
+    assert any("(task-003)" in p for p in prompts)
+    assert wave_dirs(repo) == []
+    assert worktree_list(repo) == [str(repo)]

@@ -20,7 +20,7 @@ import pytest
 from plan_build.dispatch import telemetry
 from tests.contract.conftest import Agents
 from tests.contract.fakeapis import ResponsesApi
-from tests.dispatch_support import make_plan
+from tests.support.dispatching import make_plan
 from tests.support.reviewkit import CLEAN, only_workflow
 
 pytestmark = pytest.mark.contract

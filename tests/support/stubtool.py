@@ -6,20 +6,21 @@ Each stub executable on PATH calls `main(<tool>)`. It appends one JSON line per 
 reproduce the real CLIs' output shapes (docs: shared/docs/agent-cli-facts.md).
 
 A rule: {"match": [...], "stdout": str, "stderr": str, "exit": int, "sleep": seconds,
-"wait_for": path (block until that file exists),
-"ignore_sigterm": bool, "grandchild": bool (spawn a long-lived grandchild that ignores
-SIGTERM and write its pid to $STUB_HOME/<tool>.grandchild), "write": {path: text},
-"stdout_file": path (answer with a file's text), "stdout_hex": hex (answer with these raw
-bytes, e.g. invalid UTF-8), "copy_flag_file": {flag: path} (copy the file named by the
-argument after `flag`, e.g. an instruction file, to `path` before answering), "write_flag":
-{flag: text} (write text to the path given as the argument after `flag`, e.g. Codex's
-`-o FILE`), "times": N (the rule answers only its first N matching calls; later calls fall
-through to the next rule), "read_stdin": bool (read stdin to its end first and record it as
-the call's "stdin"), "delete": [path, ...] (remove these files; relative paths are relative to
-the call's cwd, as for "write"), "run": [argv...] (run this real command in the call's cwd
-after the writes, e.g. `git init sub`), "emulate": "plugins" (answer `plugin ...` calls from
-and into the state file $STUB_HOME/<tool>.plugins.json, see `emulate_plugins`)}. Every call
-writes its pid to $STUB_HOME/<tool>.pid, so a test can check that an interrupted call was killed.
+"wait_for": path (block until that file exists), "ignore_sigterm": bool, "grandchild": bool
+(spawn a long-lived grandchild that ignores SIGTERM and write its pid to
+$STUB_HOME/<tool>.grandchild), "write": {path: text}, "stdout_file": path (answer with a file's
+text), "stdout_hex": hex (answer with these raw bytes, e.g. invalid UTF-8), "copy_flag_file":
+{flag: path} (copy the file named by the argument after `flag`, e.g. an instruction file, to
+`path` before answering), "write_flag": {flag: text} (write text to the path given as the
+argument after `flag`, e.g. Codex's `-o FILE`), "times": N (the rule answers only its first N
+matching calls; later calls fall through to the next rule), "contains": text (the rule answers
+only calls with an argument that contains this text, e.g. a prompt naming one task),
+"read_stdin": bool (read stdin to its end first and record it as the call's "stdin"), "delete":
+[path, ...] (remove these files; relative paths are relative to the call's cwd, as for
+"write"), "run": [argv...] (run this real command in the call's cwd after the writes, e.g. `git
+init sub`), "emulate": "plugins" (answer `plugin ...` calls from and into the state file
+$STUB_HOME/<tool>.plugins.json, see `emulate_plugins`)}. Every call writes its pid to
+$STUB_HOME/<tool>.pid, so a test can check that an interrupted call was killed.
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ def _pick(tool: str, home: Path, argv: list[str]) -> dict[str, object]:
     counts = json.loads(counts_path.read_text()) if counts_path.is_file() else {}
     for index, rule in enumerate(_rules(tool, home)):
         if argv[: len(rule["match"])] != rule["match"]:  # type: ignore[arg-type]
+            continue
+        if "contains" in rule and not any(str(rule["contains"]) in a for a in argv):
             continue
         if "times" in rule:
             used = counts.get(str(index), 0)

@@ -76,13 +76,40 @@ class StrictTask(Task[Any]):
         return args
 
 
+# A command whose positional argument a flag makes unnecessary (invoke has no optional
+# positionals): `dispatch --wave` runs every ready task, so it names none. The parser then
+# gets NO_VALUE in that place, which the task reads as "not given".
+OPTIONAL_POSITIONAL = {"dispatch": ("--wave", ("--jobs",))}
+NO_VALUE = "\0none"
+
+
+def optional_positionals(argv: list[str]) -> list[str]:
+    """`argv` with NO_VALUE where a command's positional may be left out and is."""
+    out = list(argv)
+    for name, (flag, valued) in OPTIONAL_POSITIONAL.items():
+        if name not in out:
+            continue
+        at = out.index(name)
+        rest = out[at + 1 :]
+        if flag not in rest:
+            continue
+        words = [
+            w
+            for i, w in enumerate(rest)
+            if not w.startswith("-") and not (i and rest[i - 1] in valued)
+        ]
+        if not words:
+            out.insert(at + 1, NO_VALUE)
+    return out
+
+
 class StrictParser(Parser):
     """Names the command a flag-looking positional belongs to (for its help or for completion
     of its flags)."""
 
     def parse_argv(self, argv: list[str]) -> ParseResult:
         try:
-            return super().parse_argv(argv)
+            return super().parse_argv(optional_positionals(argv))
         except FlagForArgument as exc:
             exc.command = next((t for t in argv if t in self.contexts), None)
             if exc.command is not None:

@@ -50,8 +50,12 @@ def tasks(c: Context, json: bool = False, stats: bool = False) -> None:
         }
         jsonout.write(session.stdout, payload)
     else:
+        from plan_build.dispatch import wavestate
+
         for line in task_lines(tf):
             session.console.say(line)
+        for task_id, state, where in wavestate.kept(repo):
+            session.console.say(f"wave worktree kept: {task_id} ({state}) · {where}")
     if tf.errors:
         n = len(tf.errors)
         raise PlanBuildError(
@@ -148,24 +152,67 @@ def stats_lines(s: dict[str, Any]) -> list[str]:
 
 
 @command(
+    positional=["task_id"],
     help={
-        "task_id": "the task to run, e.g. TASK-001",
+        "task_id": "the task to run, e.g. TASK-001 (none with --wave)",
         "accept_recipe": "pin the current Codex recipe for this repository if it differs",
-        "dry_run": "print the codex argv and the rendered prompt; change nothing",
+        "dry_run": "print the codex argv and the rendered prompt (with --wave: the plan); "
+        "change nothing",
         "json": "print the result as JSON on stdout",
-    }
+        "wave": "run every ready task at once, each in its own worktree (or resume a stopped wave)",
+        "jobs": "with --wave: at most this many tasks at once (1-4; default: the core count)",
+    },
 )
-def dispatch(
+def dispatch(  # noqa: PLR0917 - invoke maps each flag to a parameter
     c: Context,
-    task_id: str,
+    task_id: str | None = None,
     accept_recipe: bool = False,
     dry_run: bool = False,
     json: bool = False,
+    wave: bool = False,
+    jobs: int = 0,
 ) -> None:
-    """Run one approved TASKS.md task through Codex: scoped, verified, corrected at most twice."""
-    from plan_build.dispatch import runner as step
+    """Run one approved TASKS.md task through Codex: scoped, verified, corrected at most twice.
+
+    With --wave, every ready task at once, each in its own worktree.
+    """
+    from plan_build.cli.strict import NO_VALUE
+    from plan_build.core import errors
 
     session = Session.from_process()
+    task_id = None if task_id == NO_VALUE else task_id
+    if wave or jobs:
+        if not wave:
+            raise errors.usage("--jobs works with --wave", "add --wave, or leave out --jobs")
+        if task_id:
+            raise errors.usage(
+                f"--wave runs every ready task; it takes no task id (got {task_id})",
+                f"leave out {task_id}, or leave out --wave to run that task alone",
+            )
+        from plan_build.dispatch import wave as waves
+
+        def stopped(partial: Any) -> None:
+            jsonout.write(session.stdout, partial.as_json())
+
+        outcome = waves.run(
+            session,
+            jobs=jobs or None,
+            dry_run=dry_run,
+            accept_recipe=accept_recipe,
+            on_interrupt=stopped if json else None,
+        )
+        if json:
+            jsonout.write(session.stdout, outcome.as_json())
+        if outcome.exit_code != ExitCode.OK:
+            raise Exit(code=int(outcome.exit_code))
+        return
+    if not task_id:
+        raise errors.usage(
+            "dispatch needs a task id (or --wave)",
+            "name the task, e.g. plan-build dispatch TASK-001, or run every ready task: "
+            "plan-build dispatch --wave",
+        )
+    from plan_build.dispatch import runner as step
 
     def interrupted(partial: Any) -> None:
         jsonout.write(session.stdout, partial.as_json())

@@ -10,6 +10,7 @@ caller turns the `CheckRun` into its own row and words.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ def run_check(
     heartbeat_every: float = 30.0,
     supervised: bool = False,
     on_start: Callable[[int], None] | None = None,
+    cancel: threading.Event | None = None,
 ) -> CheckRun:
     """Run one check command to a CheckRun; only a stop on purpose (proc.CommandCancelled) and
     interruptions propagate, since they end the whole step, not this check."""
@@ -64,6 +66,7 @@ def run_check(
             heartbeat_every=heartbeat_every,
             supervised=supervised,
             on_start=on_start,
+            cancel=cancel,
         )
     except proc.CommandTimeout as exc:
         return CheckRun(args, None, time.monotonic() - started, stdout=exc.stdout, timed_out=True)

@@ -130,6 +130,7 @@ def run(
     supervised: bool = False,
     on_start: Callable[[int], None] | None = None,
     stdout_file: Path | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> Completed:
     """Run `argv` to completion and capture its output as text.
 
@@ -143,6 +144,9 @@ def run(
     child. With `stdout_file`, stdout goes to that file (created 0600, or emptied) as the
     command writes it, never into memory: `Completed.stdout` and a timeout's partial output
     are then empty, and the caller reads the file (Codex's event stream can be large).
+    `on_line(line)` is told each line of stdout as it arrives (a wave's progress shows
+    Codex's latest event); stdout is still returned whole, or, with `stdout_file` too, written
+    to that file line by line as it is told.
     """
     args, code, out, err, seconds = _execute(
         argv,
@@ -157,6 +161,7 @@ def run(
         supervised=supervised,
         on_start=on_start,
         stdout_file=stdout_file,
+        on_line=on_line,
     )
     result = Completed(tuple(args), code, out or "", err or "", seconds)
     log.debug("exit %s after %.3fs: %s", result.returncode, result.seconds, quote(args))
@@ -217,25 +222,17 @@ def _execute(
     supervised: bool = False,
     on_start: Callable[[int], None] | None = None,
     stdout_file: Path | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> tuple[list[str], int, Any, Any, float]:
     """Start, wait, and return (argv, exit code, stdout, stderr, seconds)."""
     args = [os.fspath(a) for a in argv]
     log.debug("run: %s (cwd=%s, timeout=%ss)", quote(args), cwd or ".", timeout)
     started = time.monotonic()
-    lifeline: int | None = None
-    stdout: int | None = None
-    if stdout_file is not None:
-        stdout = _open_output(stdout_file)
-    try:
-        if supervised:
-            child, lifeline = _start_supervised(args, cwd=cwd, env=env, text=text, stdout=stdout)
-        else:
-            child = _start(
-                args, cwd=cwd, env=env, has_input=input is not None, text=text, stdout=stdout
-            )
-    finally:
-        if stdout is not None:
-            os.close(stdout)  # the child holds its own copy
+    child, lifeline, sink = _spawn(
+        args, cwd=cwd, env=env, has_input=input is not None, text=text, supervised=supervised,
+        stdout_file=stdout_file, tee=on_line is not None and text,
+    )  # fmt: skip
+    tee = _Tee(child, on_line, sink) if on_line is not None and text else None
     try:
         if on_start is not None:
             on_start(child.pid)
@@ -249,10 +246,52 @@ def _execute(
             heartbeat_every=heartbeat_every if heartbeat else timeout,
             cancel=cancel,
         )
+    except CommandTimeout as exc:
+        if tee is not None:
+            exc.stdout = tee.text()
+        raise
     finally:
         if lifeline is not None:
             os.close(lifeline)  # EOF: the supervisor stops whatever is left of the tree
+    if tee is not None:
+        out = tee.text()
     return args, child.returncode, out, err, time.monotonic() - started
+
+
+def _spawn(
+    args: list[str],
+    *,
+    cwd: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+    has_input: bool,
+    text: bool,
+    supervised: bool,
+    stdout_file: Path | None,
+    tee: bool,
+) -> tuple[subprocess.Popen[Any], int | None, int | None]:
+    """Start the child (supervised or not): (child, lifeline, sink). With `stdout_file` the
+    child writes that file itself, or, when its lines are teed, the tee writes them to `sink`."""
+    lifeline: int | None = None
+    stdout: int | None = None  # the file the child writes itself
+    sink: int | None = None  # the file the tee writes what it reads
+    if stdout_file is not None:
+        if tee:
+            sink = _open_output(stdout_file)
+        else:
+            stdout = _open_output(stdout_file)
+    try:
+        if supervised:
+            child, lifeline = _start_supervised(args, cwd=cwd, env=env, text=text, stdout=stdout)
+        else:
+            child = _start(args, cwd=cwd, env=env, has_input=has_input, text=text, stdout=stdout)
+    except BaseException:
+        if sink is not None:
+            os.close(sink)
+        raise
+    finally:
+        if stdout is not None:
+            os.close(stdout)  # the child holds its own copy
+    return child, lifeline, sink
 
 
 def _open_output(path: Path) -> int:
@@ -265,6 +304,46 @@ def _open_output(path: Path) -> int:
             "check that the folder is writable and the file is not a symlink, then run again",
             code=ExitCode.BLOCKED,
         ) from exc
+
+
+class _Tee:
+    """Reads the child's stdout line by line in a thread, telling `each` every line; the
+    child's own `communicate` then reads stderr only."""
+
+    def __init__(
+        self, child: subprocess.Popen[Any], each: Callable[[str], None], sink: int | None
+    ) -> None:
+        self.stream, child.stdout = child.stdout, None
+        self.lines: list[str] = []
+        self.each = each
+        # with a sink, each line goes to that file instead of memory (Codex's event stream)
+        self.sink = None if sink is None else os.fdopen(sink, "w", encoding="utf-8")
+        self.thread = threading.Thread(target=self._pump, name="stdout-tee", daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        stream = self.stream
+        if stream is None:
+            return
+        with (
+            contextlib.suppress(OSError, ValueError),
+            stream,
+            self.sink or contextlib.nullcontext(),
+        ):
+            for line in iter(stream.readline, ""):
+                if self.sink is not None:
+                    self.sink.write(line)
+                else:
+                    self.lines.append(line)
+                with contextlib.suppress(Exception):  # a display must never stop the run
+                    self.each(line)
+
+    def text(self) -> str:
+        """All stdout so far (nothing with a sink: the file has it); waits a moment for the
+        last lines after the child ended (a descendant that keeps the pipe open does not hold
+        the caller up)."""
+        self.thread.join(timeout=kill_grace())
+        return "".join(self.lines)
 
 
 def _start(

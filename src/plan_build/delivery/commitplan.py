@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from plan_build.core import snapshot
+from plan_build.core import hunks, snapshot
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
-from plan_build.delivery import hunks
 from plan_build.delivery import intended as change_mod
 from plan_build.delivery.baseline import Baseline
 from plan_build.delivery.intended import Change, Entry, display_path

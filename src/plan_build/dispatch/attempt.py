@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -129,6 +130,8 @@ def run_codex(
     home: Path | None,
     heartbeat: Callable[[float], None],
     on_start: Callable[[int], None],
+    cancel: threading.Event | None = None,
+    on_line: Callable[[str], None] | None = None,
 ) -> None:
     """Run Codex for `attempt` (supervised, with the recipe's time limit) and record its exit,
     time, events and final message; its files go to `run_dir`. `env` is the session's, for
@@ -154,6 +157,8 @@ def run_codex(
             supervised=True,
             on_start=on_start,
             stdout_file=events,
+            cancel=cancel,
+            on_line=on_line,
         )
         attempt.codex_exit = done.returncode
         (run_dir / f"attempt-{attempt.number}.stderr.txt").write_text(done.stderr, encoding="utf-8")

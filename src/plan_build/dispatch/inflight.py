@@ -7,6 +7,7 @@ The runner's loop and the endings in `outcome` both read and write this one stat
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from typing import Any
 from plan_build.core import clock, codexusage
 from plan_build.core.context import Session
 from plan_build.core.fsutil import atomic_write
+from plan_build.core.gitrepo import Repo
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import memslot, prompts, report, taskfile, telemetry
 from plan_build.dispatch import recipe as recipes
@@ -23,18 +25,30 @@ from plan_build.dispatch.results import Attempt, DispatchResult
 from plan_build.dispatch.scope import Byproducts
 from plan_build.dispatch.taskmodel import Task, TaskFile
 
+# TASKS.md is read, spliced and replaced by one writer at a time: a wave's tasks share the file
+WRITING = threading.Lock()
+
 
 @dataclass
 class InFlight:
     session: Session
     task_id: str
     recipe: recipes.Recipe
+    # a wave runs the task in its own worktree (`session`) but records it in the user's plan:
+    # `plan_repo` is the user's work tree, whose TASKS.md gets the status and evidence
+    plan_repo: Repo | None = None
+    cancel: threading.Event | None = None  # set from another thread: stop what runs now
+    quiet_heartbeat: bool = False  # a wave's progress lines replace the per-command beat
 
     def __post_init__(self) -> None:
         self.console = self.session.console
         self.env = self.session.env
         self.repo = self.session.repo
-        self.path = self.repo.inside(self.repo.root / taskfile.FILENAME)
+        # the work tree whose TASKS.md records the task (and whose task state it has)
+        self.plan_home = home = self.plan_repo or self.repo
+        self.path = home.inside(home.root / taskfile.FILENAME)
+        # Codex's own copy of TASKS.md, which it must not change (the worktree's in a wave)
+        self.codex_plan = self.repo.inside(self.repo.root / taskfile.FILENAME)
         stamp = clock.compact()
         self.dispatch_id = f"{stamp}-{os.urandom(2).hex()}"
         self.run_dir = self.repo.state_dir / "dispatch" / "runs" / self.dispatch_id
@@ -48,9 +62,12 @@ class InFlight:
         self.before: codex.Before | None = None  # the snapshot before the running Codex
         self.used = 0  # Codex runs of this dispatch before this process (a resumed dispatch)
         self.resumed: dict[str, Any] | None = None
-        self.guard = codex.TasksGuard(self.path)  # TASKS.md as it was when Codex started
+        self.guard = codex.TasksGuard(self.codex_plan)  # TASKS.md as it was when Codex started
         self.byproducts = Byproducts()
         self.codex_env: dict[str, str] = dict(self.env)
+        self.baseline: str | None = None  # the tree the dispatch began from (without TASKS.md)
+        self.last_event = ""  # Codex's latest --json event, for a wave's progress line
+        self.stopped_by: str | None = None  # a wave's Ctrl-C, said when `cancel` stops a run
 
     @property
     def header(self) -> Header:
@@ -80,16 +97,28 @@ class InFlight:
 
     def update(self, status: str | None, block: str) -> None:
         """Set the task's Status (unless None) and write this dispatch's evidence block."""
-        self.repo.inside(self.path)  # again: the tree may have changed while Codex ran
-        text = taskfile.read(self.path).text
-        if status is not None:
-            text = taskfile.with_status(text, self.task_id, status)
+        home = self.plan_repo or self.repo
         block = evidence_text(block, self.repo.root, self.session.home)
-        text = taskfile.with_block(text, self.task_id, self.dispatch_id, block)
-        atomic_write(self.path, text)
+        with WRITING:
+            home.inside(self.path)  # again: the tree may have changed while Codex ran
+            text = taskfile.read(self.path).text
+            if status is not None:
+                text = taskfile.with_status(text, self.task_id, status)
+            text = taskfile.with_block(text, self.task_id, self.dispatch_id, block)
+            atomic_write(self.path, text)
+
+    def codex_line(self, line: str) -> None:
+        """One line of Codex's stdout as it arrives: its event names the progress line."""
+        from plan_build.dispatch.waveprogress import event_label
+
+        label = event_label(line)
+        if label is not None:
+            self.last_event = label
 
     def heartbeat(self, what: str) -> Callable[[float], None]:
         def beat(elapsed: float) -> None:
+            if self.quiet_heartbeat:
+                return
             self.console.say(f"  … {what} ({human_seconds(elapsed)})")
 
         return beat

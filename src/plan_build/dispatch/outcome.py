@@ -54,7 +54,9 @@ def finish(d: InFlight, task: Task, status: str, reason: str, baseline: str) -> 
         )
     last = {"dispatch": d.dispatch_id, "status": status, "reason": reason}
     # the dispatch's tokens go with its outcome: what `status` shows for the task
-    taskstate.record_end(d.repo, task.id, {**last, "digest": digest, "usage_sum": d.usage_sum()})
+    taskstate.record_end(
+        d.plan_home, task.id, {**last, "digest": digest, "usage_sum": d.usage_sum()}
+    )
     d.log(d.dispatch_record(task, status, reason))
     report.say_outcome(d.console, task, status, reason, d.attempts)
     return d.result(status, reason, changed)
@@ -65,6 +67,8 @@ def interrupted(d: InFlight, task: Task, exc: BaseException) -> None:
     resume."""
     if isinstance(exc, KeyboardInterrupt):
         what = interrupts.signal_name(exc)
+    elif d.stopped_by is not None:
+        what = d.stopped_by
     else:
         what = f"an error ({exc})"
     in_codex = d.phase.endswith("(codex)")
@@ -118,6 +122,6 @@ def failed(d: InFlight, task: Task, exc: PlanBuildError) -> None:
             "reason": "error",
             "usage_sum": d.usage_sum(),
         }
-        taskstate.record_end(d.repo, task.id, last)
+        taskstate.record_end(d.plan_home, task.id, last)
     with contextlib.suppress(Exception):
         d.log(d.dispatch_record(task, BLOCKED, "error"))

@@ -57,8 +57,9 @@ def _dependency_closure(tf: TaskFile, task: Task) -> set[str]:
     return seen
 
 
-def check(repo: Repo, tf: TaskFile, task: Task) -> None:
-    """Refuse (a usage error saying what to do) a task that may not be dispatched now."""
+def check(repo: Repo, tf: TaskFile, task: Task, alongside: frozenset[str] = frozenset()) -> None:
+    """Refuse (a usage error saying what to do) a task that may not be dispatched now.
+    `alongside`: the other tasks of its wave, which may be In Progress beside it."""
     related = _dependency_closure(tf, task)
     blocking = [
         p
@@ -89,7 +90,9 @@ def check(repo: Repo, tf: TaskFile, task: Task) -> None:
                 f"{task.id} depends on {dep}, which is {other.status}",
                 f"finish {dep} first (plan-build dispatch {dep}), or correct the Dependencies line",
             )
-    running = [t for t in tf.tasks if t.status == IN_PROGRESS and t.id != task.id]
+    running = [
+        t for t in tf.tasks if t.status == IN_PROGRESS and t.id != task.id and t.id not in alongside
+    ]
     if running:
         other = running[0]
         raise usage(

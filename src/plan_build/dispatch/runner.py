@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,16 +76,28 @@ class Dispatcher:
         accept_recipe: bool = False,
         dry_run: bool = False,
         on_interrupt: Callable[[DispatchResult], None] | None = None,
+        plan_repo: Repo | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
-        self.flight = InFlight(session, task_id, recipe)
+        self.flight = InFlight(
+            session,
+            task_id,
+            recipe,
+            plan_repo=plan_repo,
+            cancel=cancel,
+            quiet_heartbeat=plan_repo is not None,
+        )
         self.accept_recipe = accept_recipe
         self.dry_run = dry_run
         self.on_interrupt = on_interrupt
         self.lock: Lock | None = None
+        self.on_group: Callable[[int], None] | None = None  # a wave records the group itself
 
     def _started(self, pgid: int) -> None:
         if self.lock is not None:
             self.lock.record_group(pgid)
+        if self.on_group is not None:
+            self.on_group(pgid)
 
     def _verify(self, task: Task) -> list[VerifyRun]:
         d = self.flight
@@ -101,6 +114,7 @@ class Dispatcher:
             heartbeat=d.heartbeat,
             on_start=self._started,
             on_command=phase,
+            cancel=d.cancel,
         )
 
     def _check_tree(
@@ -125,10 +139,12 @@ class Dispatcher:
 
     # -- the run --------------------------------------------------------------------
 
-    def run(self) -> DispatchResult:
+    def prepare(self, alongside: frozenset[str] = frozenset()) -> tuple[TaskFile, Task, str]:
+        """The checks before anything changes, and the rendered prompt. `alongside` names the
+        tasks of the same wave, which may be In Progress beside this one."""
         d = self.flight
         tf, task = preconditions.load(d.path, d.task_id)
-        preconditions.check(d.repo, tf, task)
+        preconditions.check(d.plan_home, tf, task, alongside=alongside)
         if proc.which("codex", d.env) is None:
             raise proc.CommandNotFound("codex")
         d.mode = memscope.memory_mode(d.env)
@@ -148,7 +164,11 @@ class Dispatcher:
                     f"({d.slot.reason}); the prompt says so"
                 )
         context = d.context(tf, task)
-        prompt = d.render("codex/task.md.j2", context, refuse=True)
+        return tf, task, d.render("codex/task.md.j2", context, refuse=True)
+
+    def run(self) -> DispatchResult:
+        d = self.flight
+        tf, task, prompt = self.prepare()
         if self.dry_run:
             out = d.run_dir / "attempt-1.last-message.md"
             argv = prompts.codex_argv(d.recipe, recipes.IMPLEMENTER, out, "<prompt>")
@@ -172,7 +192,7 @@ class Dispatcher:
         report.say_stopped(d.console, stopped)
         try:
             with interrupts.stopping():
-                return self._loop(tf, task, prompt)
+                return self.loop(tf, task, prompt)
         finally:
             lock.release()
 
@@ -181,7 +201,7 @@ class Dispatcher:
         d = self.flight
         scope = Scope(task.scope, d.repo.names)
         d.byproducts = preconditions.byproducts(d.session.config, d.repo.names)
-        d.resumed = taskstate.resumable(d.repo, task)
+        d.resumed = taskstate.resumable(d.plan_home, task)
         if d.resumed is not None:
             # the same dispatch goes on: its id, its baseline, its budget of Codex runs
             d.dispatch_id = str(d.resumed.get("dispatch") or d.dispatch_id)
@@ -200,17 +220,19 @@ class Dispatcher:
         )
         # the baseline comes before the status changes: if the snapshot fails, nothing did
         baseline = str(d.resumed["baseline_tree"]) if d.resumed else codex.tree(d.repo)
+        d.baseline = baseline
         d.update(
             IN_PROGRESS,
             running_block(d.header, task.id, d.used + 1, recipes.IMPLEMENTER, os.getpid()),
         )
         if d.resumed is not None:
-            taskstate.save_running(d.repo, d.task_id, pid=os.getpid())
+            taskstate.save_running(d.plan_home, d.task_id, pid=os.getpid())
         else:
-            taskstate.start_running(d.repo, task.id, d.dispatch_id, baseline, d.started_at)
+            taskstate.start_running(d.plan_home, task.id, d.dispatch_id, baseline, d.started_at)
         return scope, baseline
 
-    def _loop(self, tf: TaskFile, task: Task, prompt: str) -> DispatchResult:
+    def loop(self, tf: TaskFile, task: Task, prompt: str) -> DispatchResult:
+        """From Status In Progress to the outcome (the caller holds the lock)."""
         scope, baseline = self._begin(task)
         status, reason = BLOCKED, "interrupted"
         try:
@@ -273,7 +295,7 @@ class Dispatcher:
         ignored = snapshot.ignored_files(d.repo)
         d.guard.arm(saved=tasks_saved(d.run_dir, number))
         taskstate.save_running(
-            d.repo,
+            d.plan_home,
             d.task_id,
             attempts=number,
             role=role,
@@ -294,6 +316,8 @@ class Dispatcher:
             home=d.session.home,
             heartbeat=d.heartbeat(f"codex still working on {d.task_id}"),
             on_start=self._started,
+            cancel=d.cancel,
+            on_line=d.codex_line if d.plan_repo is not None else None,
         )
         return attempt, before, ignored
 

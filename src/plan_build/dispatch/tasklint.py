@@ -1,6 +1,6 @@
 """What a task plan must satisfy beyond parsing: each task's fields and required sections,
-its scope patterns and commands, dependencies that exist and form no cycle, at most one task
-In Progress."""
+its scope patterns and commands, dependencies that exist and form no cycle; more than one task In
+Progress is a warning (only a wave runs several at once)."""
 
 from __future__ import annotations
 
@@ -59,8 +59,10 @@ def lint(tf: TaskFile) -> None:
             problems.append(
                 Problem(
                     t.status_line or t.line,
-                    f"more than one task is In Progress ({ids}); only one may be",
+                    f"more than one task is In Progress ({ids}); only a wave "
+                    "(plan-build dispatch --wave) runs several at once",
                     t.id,
+                    "warning",
                 )
             )
 

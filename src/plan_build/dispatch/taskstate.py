@@ -23,7 +23,13 @@ MAX_SAVED_IGNORED = 5_000  # individually ignored files saved for a resume; more
 
 
 def path(repo: Repo, task_id: str) -> Path:
-    return repo.state_dir / "dispatch" / "tasks" / f"{task_id}.json"
+    """The main work tree's tasks keep `tasks/ID.json`; a linked worktree has its own TASKS.md,
+    so its tasks live apart (`tasks/wt-NAME/`, NAME its directory under .git/worktrees):
+    two worktrees' TASK-002 are two tasks (docs/adr/0181)."""
+    base = repo.state_dir / "dispatch" / "tasks"
+    if repo.git_dir.resolve() != repo.common_dir.resolve():
+        base = base / f"wt-{repo.git_dir.name}"
+    return base / f"{task_id}.json"
 
 
 def read(repo: Repo, task_id: str) -> dict[str, Any]:

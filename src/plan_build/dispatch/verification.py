@@ -3,6 +3,7 @@ as it finishes; a command that hangs ends the verification (later ones would wai
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def verify(
     heartbeat: Callable[[str], Callable[[float], None]],
     on_start: Callable[[int], None],
     on_command: Callable[[str], None],
+    cancel: threading.Event | None = None,
 ) -> list[VerifyRun]:
     """Run the task's commands in order; `on_command(text)` is told which one starts (what an
     interruption reports), `heartbeat(what)` makes the beat for a long one."""
@@ -57,6 +59,7 @@ def verify(
             heartbeat_every=HEARTBEAT_EVERY,
             supervised=True,
             on_start=on_start,
+            cancel=cancel,
         )
         run = _verify_run(cmd, checked, limit)
         runs.append(run)

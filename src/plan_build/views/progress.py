@@ -53,6 +53,7 @@ class TaskFacts:
     # per dispatched task, in TASKS.md's order: the token use of its last dispatch, as Codex
     # reported it (a dispatch recorded before plan-build kept it: unknown)
     usage: tuple[tuple[str, codexusage.Summed], ...] = ()
+    kept: tuple[tuple[str, str, str], ...] = ()  # worktrees a wave kept: task, state, path
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -63,7 +64,18 @@ class TaskFacts:
             "last_dispatch": self.last_dispatch,
             "problem": self.problem,
             "usage": [{"task": task, **summed.as_json()} for task, summed in self.usage],
+            "kept_worktrees": [{"task": t, "state": s, "path": p} for t, s, p in self.kept],
         }
+
+
+def kept_worktrees(repo: Repo) -> tuple[tuple[str, str, str], ...]:
+    """The worktrees waves in this repository kept (a failure, a conflict, a stop)."""
+    from plan_build.dispatch import wavestate
+
+    try:
+        return tuple(wavestate.kept(repo))
+    except (OSError, PlanBuildError):
+        return ()
 
 
 def _running(
@@ -143,6 +155,7 @@ def tasks(repo: Repo) -> TaskFacts:
             last_dispatch=last,
             problem=f"{len(tf.errors)} problem(s) in {taskfile.FILENAME}" if tf.errors else None,
             usage=usage,
+            kept=kept_worktrees(repo),
         )
     except PlanBuildError as exc:
         return TaskFacts(present=True, problem=exc.what)

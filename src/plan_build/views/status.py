@@ -228,7 +228,21 @@ def _tasks(f: StatusFacts) -> list[str]:
             + " · ".join(shown)
             + (f" · and {more} more (status --json)" if more > 0 else "")
         )
+    lines.extend(kept_lines(t.kept))
     return lines
+
+
+def kept_lines(kept: tuple[tuple[str, str, str], ...]) -> list[str]:
+    """One line per worktree a wave kept, with what to do about it."""
+    out = []
+    for task, state, path in kept:
+        then = (
+            "plan-build dispatch --wave resumes it"
+            if state in ("interrupted", "running")
+            else "look at it, then: git worktree remove --force <path>"
+        )
+        out.append(f"  wave worktree kept: {task} ({state}) · {path} · {then}")
+    return out
 
 
 def _verify(f: StatusFacts) -> list[str]:
