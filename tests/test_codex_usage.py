@@ -246,6 +246,19 @@ def test_a_timed_out_run_leaves_its_output_in_the_file(tmp_path: Path) -> None:
     assert codexusage.of_file(out).total == 1290
 
 
+def test_a_stream_both_told_line_by_line_and_kept_in_its_file(tmp_path: Path) -> None:
+    """A wave's Codex run: progress sees each event as it comes, the usage is read from the
+    file afterwards, and nothing of the stream is held in memory."""
+    out = tmp_path / "stream.jsonl"
+    code = f"import sys\nsys.stdout.write({done(FULL)!r})\n"
+    seen: list[str] = []
+    done_ = proc.run([sys.executable, "-c", code], stdout_file=out, on_line=seen.append, timeout=30)
+    assert done_.stdout == ""
+    assert "".join(seen) == out.read_text() == done(FULL)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert codexusage.of_file(out).total == 1290
+
+
 def test_the_stream_file_is_never_written_through_a_symlink(tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.txt"
     target.write_text("kept\n")
