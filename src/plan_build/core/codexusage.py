@@ -195,14 +195,23 @@ def events(path: Path, skipped: list[int] | None = None) -> Iterator[dict[str, A
                 continue
             if not line.strip():
                 continue
-            try:
-                event = json.loads(line)
-            except (ValueError, RecursionError):
-                event = None
-            if isinstance(event, dict):
+            event = parse_line(line)
+            if event is not None:
                 yield event
             else:
                 _skip(skipped)
+
+
+def parse_line(line: str | bytes) -> dict[str, Any] | None:
+    """One line of `codex exec --json` output as its JSON object; None for anything else (too
+    long, not JSON, not an object). The one reading of an event line: usage and live progress."""
+    if len(line) > MAX_LINE:
+        return None
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return event if isinstance(event, dict) else None
 
 
 def _skip(skipped: list[int] | None) -> None:

@@ -8,13 +8,13 @@ PLAN_BUILD_HEARTBEAT_SEC seconds (30 by default), the same interval review round
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from plan_build.core import codexusage
 from plan_build.core.ui import Console, printable
 from plan_build.dispatch.evidence import human_seconds
 
@@ -35,14 +35,10 @@ def event_label(line: str) -> str | None:
     """A short name for one line of `codex exec --json` output (`turn.started`,
     `item.completed (command_execution)`), or None for a line that is not an event. Tolerant:
     anything unexpected is skipped, never an error (the stream is only shown here)."""
-    text = line.strip()
-    if not text.startswith("{") or len(text) > 1_000_000:
+    event = codexusage.parse_line(line)
+    if event is None:
         return None
-    try:
-        event = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    kind = event.get("type") if isinstance(event, dict) else None
+    kind = event.get("type")
     if not isinstance(kind, str) or not kind or len(kind) > 64:
         return None
     item = event.get("item")
