@@ -75,7 +75,7 @@ ATTACKS = {
     "commit": SH % "git commit -qam x --allow-empty",
     "commit without the word": SH % "git reset --soft $(git commit-tree -m x HEAD^{tree})",
     "push": SH % "git push -q origin HEAD:refs/heads/agent",
-    "push from the remote's side": SH % "git -C ../origin.git fetch -q \"$PWD\" HEAD:refs/heads/x",
+    "push from the remote's side": SH % 'git -C ../origin.git fetch -q "$PWD" HEAD:refs/heads/x',
     "move a ref": SH % "git update-ref refs/heads/main HEAD~0^{tree} 2>&1 || git branch -f x",
     "write git config": SH % "git config core.hooksPath hooks-of-mine",
     "write a hook": "open('.git/hooks/pre-commit','w').write('#!/bin/sh\\nexit 0\\n')",
@@ -115,7 +115,10 @@ def test_a_conftest_that_commits_from_inside_the_suite_changes_nothing(session: 
     )
     (session / "tests" / "test_ok.py").write_text("def test_ok():\n    assert True\n")
     before = git_state(session)
-    configure(session, [{"name": "suite", "argv": [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]}])
+    configure(
+        session,
+        [{"name": "suite", "argv": [PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]}],
+    )
 
     result = verify(session)
 
@@ -155,11 +158,7 @@ def test_a_check_writing_outside_the_work_tree_is_refused_with_the_reason(
 
 
 def test_a_check_has_no_network(session: Path) -> None:
-    code = (
-        "import socket\n"
-        "s = socket.socket(); s.settimeout(2)\n"
-        "s.connect(('1.1.1.1', 443))\n"
-    )
+    code = "import socket\ns = socket.socket(); s.settimeout(2)\ns.connect(('1.1.1.1', 443))\n"
     configure(session, [{"name": "net", "argv": py(code)}])
 
     row = verify(session)["command.net"]
@@ -235,8 +234,8 @@ def test_without_bubblewrap_a_check_fails_with_the_fix(session: Path, tmp_path: 
     r = run_check(["python3", "-c", "print(1)"], cwd=session, env=env, timeout=30, policy=policy)
 
     assert not r.ok
-    assert r.error is not None and "sandbox" in r.error
-    assert r.fix is not None and "bubblewrap" in r.fix
+    assert "sandbox" in str(r.error)
+    assert "bubblewrap" in str(r.fix)
 
 
 def test_a_task_worktree_inside_the_git_dir_is_writable_and_its_git_state_is_not(
@@ -253,7 +252,7 @@ def test_a_task_worktree_inside_the_git_dir_is_writable_and_its_git_state_is_not
     assert (wt / "app.py").read_text() == "edited\n"
     assert not (session / ".git" / "HEAD2").exists()
     assert git(wt, "status", "--porcelain").strip() == "M app.py"
-    assert r.denied is not None and "git state" in r.denied
+    assert "git state" in str(r.denied)
 
 
 def test_claudes_settings_and_the_checks_share_one_policy(session: Path) -> None:

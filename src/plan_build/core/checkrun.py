@@ -69,13 +69,15 @@ def run_check(
     started = time.monotonic()
     beat = _Beat(heartbeat, heartbeat_every, supervised, on_start, cancel)
     if policy is None:
-        return _run(args, args, cwd, env, timeout, started, beat)
+        return _run(args, args, cwd=cwd, env=env, timeout=timeout, started=started, beat=beat)
     found = _resolve(args[0], env, cwd) if args else None
     if found is None:
         missing = proc.CommandNotFound(args[0] if args else "(empty)")
         return CheckRun(args, None, 0.0, not_found=True, error=missing.what, fix=missing.fix)
     if not os.access(found, os.X_OK):
-        return CheckRun(args, None, 0.0, error=f"{found} is not executable", fix=f"chmod +x {found}")
+        return CheckRun(
+            args, None, 0.0, error=f"{found} is not executable", fix=f"chmod +x {found}"
+        )
     layer_bwrap = proc.which("bwrap", env)
     if layer_bwrap is None:
         why = sandbox.unavailable(sandbox.Layer(None, None, "bubblewrap not installed"))
@@ -84,15 +86,18 @@ def run_check(
         wrapped = sandbox.wrap(
             policy, [found, *args[1:]], cwd=Path(cwd).resolve(), tmp=tmp, bwrap=layer_bwrap
         )
-        run = _run(args, tuple(wrapped), cwd, sandbox.check_env(env, tmp), timeout, started, beat)
+        inside = sandbox.check_env(env, tmp)
+        run = _run(
+            args, tuple(wrapped), cwd=cwd, env=inside, timeout=timeout, started=started, beat=beat
+        )
     if run.ok:
         return run
     if run.returncode == 1 and not run.stdout and run.stderr.startswith("bwrap:"):
         first = run.stderr.strip().splitlines()[0]
-        why = sandbox.unavailable(sandbox.Layer(layer_bwrap, None, first))
-        return replace(run, returncode=None, error=why.what, fix=why.fix)
-    why = sandbox.denial(policy, run.stdout + "\n" + run.stderr, Path(cwd).resolve())
-    return replace(run, denied=why) if why else run
+        cannot = sandbox.unavailable(sandbox.Layer(layer_bwrap, None, first))
+        return replace(run, returncode=None, error=cannot.what, fix=cannot.fix)
+    denied = sandbox.denial(policy, run.stdout + "\n" + run.stderr, Path(cwd).resolve())
+    return replace(run, denied=denied) if denied else run
 
 
 def _resolve(program: str, env: Mapping[str, str], cwd: str | os.PathLike[str]) -> str | None:
@@ -118,6 +123,7 @@ class _Beat:
 def _run(
     args: tuple[str, ...],
     argv: tuple[str, ...],
+    *,
     cwd: str | os.PathLike[str],
     env: Mapping[str, str],
     timeout: float,

@@ -298,13 +298,14 @@ def probe(env: Mapping[str, str]) -> Layer:
     import sys
 
     if sys.platform == "darwin":  # Seatbelt ships with macOS; checks need bubblewrap (Linux)
-        return Layer(None, None, "checks under the sandbox need Linux's bubblewrap (macOS: not yet)")
+        return Layer(
+            None, None, "checks under the sandbox need Linux's bubblewrap (macOS: not yet)"
+        )
     bwrap = proc.which("bwrap", env)
     socat = proc.which("socat", env)
     missing = [name for name, path in (("bubblewrap", bwrap), ("socat", socat)) if path is None]
-    if missing:
+    if missing or bwrap is None:
         return Layer(bwrap, socat, f"{' and '.join(missing)} not installed")
-    assert bwrap is not None
     try:
         done = proc.run(
             [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "--", "true"],
@@ -353,7 +354,9 @@ def record_guard(state_dir: Path, guard: Guard) -> None:
 
 
 def read_guard(state_dir: Path, session_id: str | None) -> Guard | None:
-    if not session_id or "/" in session_id or session_id.startswith("."):
+    """The session's guard record; None when there is none (not launched here, or an id that
+    is not a session id) or it cannot be read."""
+    if not session_id:
         return None
     try:
         data = fsutil.read_json(guard_path(state_dir, session_id))
@@ -375,7 +378,7 @@ def unguarded_session(state_dir: Path, env: Mapping[str, str]) -> Guard | None:
     default: everything runs under the policy)."""
     from plan_build.core import sessionvars
 
-    guard = read_guard(state_dir, env.get(sessionvars.SESSION))
+    guard = read_guard(state_dir, sessionvars.session_of(env))
     return guard if guard is not None and guard.mode == "unguarded" else None
 
 

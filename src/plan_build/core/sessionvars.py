@@ -16,6 +16,9 @@ SESSION = "PLAN_BUILD_SESSION"  # the session's id (the baseline's `refs/plan-bu
 MEMORY_MODE = "PLAN_BUILD_MEMORY_MODE"  # "required" or "degraded", as preflight settled it
 RELEASE = "PLAN_BUILD_RELEASE"  # the release directory the session's plan-build runs from
 HOOK = "PLAN_BUILD_HOOK"  # the command Claude Code's hooks run (settings name only the variable)
+# "sandbox" or "unguarded": shown to the session's programs; what holds is the guard record
+# under the git dir (core/sandbox.py), never this variable
+GUARD = "PLAN_BUILD_GUARD"
 MEMORY_MODES = ("required", "degraded")
 
 # A session id names a git ref and a folder: letters, digits, '-', '_' and single dots, not
@@ -40,6 +43,7 @@ def session_of(env: Mapping[str, str]) -> str | None:
 
 
 __all__ = [
+    "GUARD",
     "ID_PATTERN",
     "MAX_ID_LENGTH",
     "MEMORY_MODE",
