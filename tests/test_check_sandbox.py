@@ -16,6 +16,7 @@ import pytest
 
 from plan_build.core import config, gitrepo, proc, sandbox
 from plan_build.core.checkrun import run_check
+from plan_build.core.errors import PlanBuildError
 from plan_build.delivery import baseline
 from plan_build.delivery import verify as verify_mod
 from tests.support.gitcmd import git
@@ -258,7 +259,7 @@ def test_a_task_worktree_inside_the_git_dir_is_writable_and_its_git_state_is_not
 def test_claudes_settings_and_the_checks_share_one_policy(session: Path) -> None:
     repo = gitrepo.discover(session)
     policy = sandbox.for_tree(
-        repo.root, git_dir=repo.git_dir, common_dir=repo.common_dir, home=Path(os.environ["HOME"])
+        repo.root, git_dir=repo.git_dir, common_dir=repo.common_dir, env=dict(os.environ)
     )
     block = sandbox.claude_settings(policy)
     argv = sandbox.wrap(policy, ["true"], cwd=repo.root, tmp=Path("/tmp"), bwrap="bwrap")
@@ -274,3 +275,47 @@ def test_claudes_settings_and_the_checks_share_one_policy(session: Path) -> None
     assert str(repo.common_dir.resolve()) in block["filesystem"]["denyWrite"]
     assert json.dumps(block)  # serialisable as the settings file holds it
     assert proc.quote(argv).startswith("bwrap --die-with-parent")
+
+
+def user_settings(value: object) -> Path:
+    path = Path(os.environ["XDG_CONFIG_HOME"]) / "plan-build" / "sandbox.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
+    return path
+
+
+def test_the_users_own_settings_widen_where_checks_may_write(session: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "tool-cache"
+    cache.mkdir()
+    user_settings({"writable": [str(cache)]})
+    configure(
+        session, [{"name": "cache", "argv": py(f"open({str(cache / 'c')!r}, 'w').write('x')")}]
+    )
+
+    assert verify(session)["command.cache"].status == "pass"
+    assert (cache / "c").read_text() == "x"
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ({"writable": ["relative/dir"]}, "writable[0] is not an absolute path"),
+        ({"writable": "/tmp"}, "`writable` must be a list of absolute paths"),
+        ({"hosts": ["a b"]}, "hosts[0] is not a host name"),
+        ({"network": "open"}, "must be an object with only `writable` and `hosts`"),
+    ],
+)
+def test_broken_user_settings_are_refused_with_their_location(
+    session: Path, value: object, said: str
+) -> None:
+    path = user_settings(value)
+    with pytest.raises(PlanBuildError) as caught:
+        sandbox.for_checks(session, dict(os.environ))
+    assert caught.value.what.startswith(f"{path}: ")
+    assert said in caught.value.what
+
+
+def test_no_setting_makes_git_state_writable(session: Path) -> None:
+    user_settings({"writable": [str(session / ".git" / "refs")]})
+    with pytest.raises(PlanBuildError, match="would make git state writable"):
+        sandbox.for_checks(session, dict(os.environ))

@@ -111,17 +111,71 @@ def credential_paths(home: Path) -> tuple[Path, ...]:
     return tuple(found)
 
 
+def user_config_path(env: Mapping[str, str]) -> Path:
+    """The user's own sandbox settings: `${XDG_CONFIG_HOME:-~/.config}/plan-build/sandbox.json`.
+    The only place the policy is widened from: no sandboxed process can write the home
+    directory, and the session's change cannot reach it."""
+    base = env.get("XDG_CONFIG_HOME") or os.path.join(_home(env), ".config")
+    return Path(base) / "plan-build" / "sandbox.json"
+
+
+def _home(env: Mapping[str, str]) -> str:
+    return env.get("HOME") or os.path.expanduser("~")
+
+
+@dataclass(frozen=True)
+class Widening:
+    """What the user's own settings add: places checks may also write, hosts Claude's
+    commands may reach."""
+
+    writable: tuple[Path, ...] = ()
+    hosts: tuple[str, ...] = ()
+
+
+def user_widening(env: Mapping[str, str]) -> Widening:
+    """The user's sandbox settings, checked: absolute paths and host names only; a broken
+    file is an error with its location, never ignored (it would narrow or widen silently)."""
+    path = user_config_path(env)
+    try:
+        data = fsutil.read_json(path, "fix or delete it (docs/verify.md#the-sandbox)")
+    except FileNotFoundError:
+        return Widening()
+
+    def bad(what: str) -> PlanBuildError:
+        return PlanBuildError(
+            f"{path}: {what}",
+            'write {"writable": ["/absolute/dir"], "hosts": ["example.com"]} '
+            "(docs/verify.md#the-sandbox)",
+            code=ExitCode.USAGE,
+        )
+
+    if not isinstance(data, dict) or set(data) - {"writable", "hosts"}:
+        raise bad("must be an object with only `writable` and `hosts`")
+    writable, hosts = data.get("writable", []), data.get("hosts", [])
+    if not isinstance(writable, list) or not all(isinstance(p, str) for p in writable):
+        raise bad("`writable` must be a list of absolute paths")
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        raise bad("`hosts` must be a list of host names")
+    for i, entry in enumerate(writable):
+        if not entry.startswith("/") or "\0" in entry:
+            raise bad(f"writable[{i}] is not an absolute path: {entry!r}")
+    for i, host in enumerate(hosts):
+        if not re.fullmatch(r"(\*\.)?[A-Za-z0-9.-]{1,253}", host):
+            raise bad(f"hosts[{i}] is not a host name: {host!r}")
+    return Widening(tuple(_abs(Path(p)) for p in writable), tuple(hosts))
+
+
 def for_tree(
     work_tree: Path,
     *,
     git_dir: Path,
     common_dir: Path,
-    home: Path | None = None,
+    env: Mapping[str, str],
     tmp: Path | None = None,
-    hosts: Sequence[str] = (),
     allow_write: Sequence[Path] = (),
 ) -> Policy:
-    """The policy for programs working in `work_tree` (the user's, or a task's worktree)."""
+    """The policy for programs working in `work_tree` (the user's, or a task's worktree),
+    widened only by the user's own settings (`user_widening`), never into git state."""
     tree = _abs(work_tree)
     protected = [_abs(common_dir), _abs(git_dir)]
     dot_git = tree / ".git"
@@ -130,13 +184,20 @@ def for_tree(
     package = _abs(Path(__file__).parent.parent)
     if _inside(package, tree):  # plan-build installed in the work tree: its code stays its own
         protected.append(package)
-    writable = [tree, *([_abs(tmp)] if tmp is not None else [])]
-    unreadable = credential_paths(home) if home is not None else ()
+    wider = user_widening(env)
+    for extra in wider.writable:
+        if any(_inside(extra, p) or _inside(p, extra) for p in protected):
+            raise PlanBuildError(
+                f"{user_config_path(env)}: {extra} would make git state writable",
+                "remove that entry: nothing may write git state from inside the sandbox",
+                code=ExitCode.USAGE,
+            )
+    writable = [tree, *([_abs(tmp)] if tmp is not None else []), *wider.writable]
     return Policy(
         writable=tuple(writable),
         protected=tuple(dict.fromkeys(protected)),
-        unreadable=unreadable,
-        hosts=tuple(hosts),
+        unreadable=credential_paths(Path(_home(env))),
+        hosts=wider.hosts,
         allow_write=tuple(_abs(p) for p in allow_write),
     )
 
@@ -154,8 +215,7 @@ def for_repo(repo: Repo, env: Mapping[str, str]) -> Policy | None:
     """`for_checks` for a repository already found."""
     if unguarded_session(repo.state_dir, env) is not None:
         return None
-    home = Path(env.get("HOME") or os.path.expanduser("~"))
-    return for_tree(repo.root, git_dir=repo.git_dir, common_dir=repo.common_dir, home=home)
+    return for_tree(repo.root, git_dir=repo.git_dir, common_dir=repo.common_dir, env=env)
 
 
 def _inside(path: Path, top: Path) -> bool:

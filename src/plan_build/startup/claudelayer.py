@@ -134,12 +134,11 @@ def policy_for(
 ) -> sandbox.Policy:
     """The session's policy: the work tree writable, its git state and plan-build's records
     read-only, the home directory's credential files unreadable."""
-    home = Path(env.get("HOME") or "~").expanduser()
     return sandbox.for_tree(
         repo.root,
         git_dir=repo.git_dir,
         common_dir=repo.common_dir,
-        home=home,
+        env=env,
         allow_write=allow_write,
     )
 
