@@ -366,9 +366,10 @@ def probe(env: Mapping[str, str]) -> Layer:
     missing = [name for name, path in (("bubblewrap", bwrap), ("socat", socat)) if path is None]
     if missing or bwrap is None:
         return Layer(bwrap, socat, f"{' and '.join(missing)} not installed")
+    true = proc.which("true", env) or "/bin/true"
     try:
         done = proc.run(
-            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "--", "true"],
+            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "--", true],
             env=env,
             timeout=PROBE_TIMEOUT,
         )
