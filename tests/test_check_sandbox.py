@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from plan_build.core import config, gitrepo, proc, sandbox
+from plan_build.core import config, gitrepo, guard, proc, sandbox
 from plan_build.core.checkrun import run_check
 from plan_build.core.errors import PlanBuildError
 from plan_build.delivery import baseline
@@ -210,7 +210,7 @@ def test_verify_notices_a_ref_that_moved_while_it_ran(session: Path, tmp_path: P
     """Outside the sandbox (an unguarded session, or another process) a ref can still move:
     verify does not pass over it."""
     state = gitrepo.discover(session).state_dir
-    sandbox.record_guard(state, sandbox.new_guard("s", "unguarded", "typed: run unguarded", None))
+    guard.record_guard(state, guard.new_guard("s", "unguarded", "typed: run unguarded", None))
     configure(session, [{"name": "sneaky", "argv": py(SH % "git branch sneaky")}])
     env = {**os.environ, "PLAN_BUILD_SESSION": "s"}
     r = gitrepo.discover(session)

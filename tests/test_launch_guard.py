@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from plan_build.core import gitrepo, sandbox
+from plan_build.core import gitrepo, guard
 from plan_build.delivery import baseline
 from tests.support.pty_run import PtyResult, run_on_pty
 from tests.support.stubs import Stubs
@@ -43,10 +43,10 @@ def test_the_session_runs_in_claudes_sandbox_with_git_state_read_only(
     assert "excludedCommands" not in box  # plan-build is never let out of it
     assert call["env"]["PLAN_BUILD_GUARD"] == "sandbox"
     sid = call["env"]["PLAN_BUILD_SESSION"]
-    guard = sandbox.read_guard(ready / ".git" / "plan-build", sid)
-    assert guard is not None
-    assert guard.mode == "sandbox"
-    assert guard.policy is not None
+    found = guard.read_guard(ready / ".git" / "plan-build", sid)
+    assert found is not None
+    assert found.mode == "sandbox"
+    assert found.policy is not None
     assert baseline.load(gitrepo.discover(ready), sid).guard == "sandbox"
 
 
@@ -77,10 +77,10 @@ def test_unguarded_is_asked_for_in_words_and_recorded(ready: Path, stubs: Stubs)
     assert "sandbox" not in layer
     assert call["env"]["PLAN_BUILD_GUARD"] == "unguarded"
     sid = call["env"]["PLAN_BUILD_SESSION"]
-    guard = sandbox.read_guard(ready / ".git" / "plan-build", sid)
-    assert guard is not None
-    assert guard.mode == "unguarded"
-    assert guard.how.startswith("typed `run unguarded` on a terminal")
+    found = guard.read_guard(ready / ".git" / "plan-build", sid)
+    assert found is not None
+    assert found.mode == "unguarded"
+    assert found.how.startswith("typed `run unguarded` on a terminal")
     assert baseline.load(gitrepo.discover(ready), sid).guard == "unguarded"
 
 

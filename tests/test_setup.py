@@ -307,12 +307,16 @@ def test_a_symlinked_codex_config_stays_a_link(tmp_path: Path) -> None:
     assert "enabled = true" in real.read_text()
 
 
-def bin_with(tmp_path: Path, **scripts: str) -> Path:
-    """A PATH directory holding git, plus the given shell scripts."""
+def bin_with(tmp_path: Path, *, sandbox: bool = True, **scripts: str) -> Path:
+    """A PATH directory holding git (and the sandbox's bwrap and socat unless `sandbox` is
+    false), plus the given shell scripts."""
     where = tmp_path / "path-bin"
     where.mkdir(exist_ok=True)
     git_path = subprocess.run(["which", "git"], capture_output=True, text=True, check=True)
     (where / "git").symlink_to(git_path.stdout.strip())
+    for tool in ("bwrap", "socat", "true") if sandbox else ():
+        if (found := shutil.which(tool)) is not None:
+            (where / tool).symlink_to(found)
     for name, body in scripts.items():
         (where / name).write_text("#!/bin/sh\n" + body)
         (where / name).chmod(0o755)
@@ -855,7 +859,8 @@ def test_setup_installs_bubblewrap_and_socat_with_the_package_manager(
     log = tmp_path / "apt.log"
     where = tmp_path / "path-bin"
     apt = APT_OK.format(log=log, bwrap=bwrap, socat=socat, where=where)
-    path = os.pathsep.join([str(stubs.bin), str(bin_with(tmp_path, **{"apt-get": apt}))])
+    bare = bin_with(tmp_path, sandbox=False, **{"apt-get": apt})
+    path = os.pathsep.join([str(stubs.bin), str(bare)])
 
     before = cli("preflight", "--json", cwd=ready, env={"PATH": path})
     row = next(c for c in json.loads(before.stdout)["checks"] if c["id"] == "sandbox.layer")

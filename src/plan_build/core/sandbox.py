@@ -17,8 +17,7 @@ unreadable. Nothing here reads an agent's command text: what the processes canno
 holds.
 
 A session launched with `--unguarded` (asked in words at the launch, recorded in the protected
-guard record) runs without either layer; that choice is read only from the record the launch
-wrote under the common git dir, which no sandboxed process can write.
+guard record, core/guard.py) runs without either layer.
 """
 
 from __future__ import annotations
@@ -29,19 +28,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from plan_build.core import clock, fsutil, proc
+from plan_build.core import fsutil, proc
 from plan_build.core.errors import ExitCode, PlanBuildError
 
 if TYPE_CHECKING:
     from plan_build.core.gitrepo import Repo
 
-Mode = Literal["sandbox", "unguarded"]
-GUARD_DIR = "guards"
 PROBE_TIMEOUT = 10.0
-# the confirmation a person types to launch without the sandbox (interact asks for it)
-UNGUARDED_WORDS = "run unguarded"
 # credential files and folders in the home directory: unreadable inside the sandbox
 CREDENTIALS = (
     ".ssh",
@@ -213,7 +208,9 @@ def for_checks(root: Path, env: Mapping[str, str]) -> Policy | None:
 
 def for_repo(repo: Repo, env: Mapping[str, str]) -> Policy | None:
     """`for_checks` for a repository already found."""
-    if unguarded_session(repo.state_dir, env) is not None:
+    from plan_build.core import guard
+
+    if guard.unguarded_session(repo.state_dir, env) is not None:
         return None
     return for_tree(repo.root, git_dir=repo.git_dir, common_dir=repo.common_dir, env=env)
 
@@ -390,65 +387,7 @@ def unavailable(layer: Layer) -> PlanBuildError:
     )
 
 
-# --- the guard record: how a session was launched ------------------------------------------
-
-
-@dataclass(frozen=True)
-class Guard:
-    mode: Mode
-    session: str
-    chosen_at: str
-    how: str  # "sandbox active: bubblewrap …" or how the person asked for unguarded
-    policy: str | None = None  # the policy's digest (sandbox mode)
-
-
-def guard_path(state_dir: Path, session_id: str) -> Path:
-    return state_dir / GUARD_DIR / f"{session_id}.json"
-
-
-def record_guard(state_dir: Path, guard: Guard) -> None:
-    """Written by the launch, outside any sandbox, under the common git dir: no sandboxed
-    process can write it, so an unguarded mode can only come from the person at the launch."""
-    path = guard_path(state_dir, guard.session)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fsutil.write_json(path, {"format": 1, **guard.__dict__}, sort_keys=True)
-
-
-def read_guard(state_dir: Path, session_id: str | None) -> Guard | None:
-    """The session's guard record; None when there is none (not launched here, or an id that
-    is not a session id) or it cannot be read."""
-    if not session_id:
-        return None
-    try:
-        data = fsutil.read_json(guard_path(state_dir, session_id))
-    except (OSError, fsutil.StateFileError):
-        return None
-    if not isinstance(data, dict) or data.get("mode") not in ("sandbox", "unguarded"):
-        return None
-    return Guard(
-        mode=data["mode"],
-        session=str(data.get("session") or session_id),
-        chosen_at=str(data.get("chosen_at") or ""),
-        how=str(data.get("how") or ""),
-        policy=data.get("policy") if isinstance(data.get("policy"), str) else None,
-    )
-
-
-def unguarded_session(state_dir: Path, env: Mapping[str, str]) -> Guard | None:
-    """The session's guard record when a person launched it unguarded; None otherwise (the
-    default: everything runs under the policy)."""
-    from plan_build.core import sessionvars
-
-    guard = read_guard(state_dir, sessionvars.session_of(env))
-    return guard if guard is not None and guard.mode == "unguarded" else None
-
-
-def new_guard(session_id: str, mode: Mode, how: str, policy: Policy | None) -> Guard:
-    return Guard(mode, session_id, clock.stamp(), how, policy.digest() if policy else None)
-
-
 __all__ = [
-    "Guard",
     "Layer",
     "Policy",
     "check_env",
@@ -456,8 +395,5 @@ __all__ = [
     "denial",
     "for_tree",
     "probe",
-    "read_guard",
-    "record_guard",
-    "unguarded_session",
     "wrap",
 ]

@@ -203,7 +203,9 @@ def run_command(
     )
 
 
-def changed_commands(repo: Repo, base: Baseline, commands: list[VerifyCommand]) -> list[str]:
+def changed_commands(
+    repo: Repo, base: Baseline, commands: list[VerifyCommand], env: Mapping[str, str]
+) -> list[str]:
     """The verify commands that are new or different from the ones committed at the session's
     baseline, each as `name: argv`: the change's own, which an agent may have written; verify,
     `status` and the report name them before they run."""
@@ -217,7 +219,9 @@ def changed_commands(repo: Repo, base: Baseline, commands: list[VerifyCommand]) 
         except PlanBuildError:  # the committed file was broken: every command is the change's
             before = {}
     return [
-        f"{c.name}: {proc.quote(c.argv)}" for c in commands if before.get(c.name) != tuple(c.argv)
+        redact.clean(f"{c.name}: {proc.quote(c.argv)}", env)
+        for c in commands
+        if before.get(c.name) != tuple(c.argv)
     ]
 
 
@@ -319,7 +323,7 @@ def run(
                 )
             )
         log_dir = baseline_mod.sessions_dir(repo) / base.id / "logs"
-        changed = changed_commands(repo, base, commands) if commands else []
+        changed = changed_commands(repo, base, commands, env) if commands else []
         if changed:
             if progress:
                 progress("verify commands changed in this session: " + "; ".join(changed))

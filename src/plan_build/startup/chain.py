@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
-from plan_build.core import agentmemory, interact, sandbox, sessionvars
+from plan_build.core import agentmemory, guard, interact, sandbox, sessionvars
 from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
@@ -99,18 +99,18 @@ def start(session: Session, req: Request) -> None:
                 code=ExitCode.PREFLIGHT,
             )
         return
-    guard = settle_guard(session, session_id, policy)
+    chosen = settle_guard(session, session_id, policy)
     # Side effects, in order: the guard record, the baseline (so the archive move belongs to the
     # session's change), then the archive. A failed archive aborts the launch with the records
     # in place.
-    sandbox.record_guard(repo.state_dir, guard)
+    guard.record_guard(repo.state_dir, chosen)
     baseline.capture(
         repo,
         session_id=session_id,
         mode=req.mode,
         memory_mode=report.memory_mode,
         memory_reason=degraded_reason(report, session.env),
-        guard=guard.mode,
+        guard=chosen.mode,
     )
     if req.mode == "architect" and req.new:
         done = architect_context(session, repo, new=True, dry_run=False)
@@ -120,17 +120,17 @@ def start(session: Session, req: Request) -> None:
     go(session, plan, req, report.memory_mode)
 
 
-def settle_guard(session: Session, session_id: str, policy: sandbox.Policy | None) -> sandbox.Guard:
+def settle_guard(session: Session, session_id: str, policy: sandbox.Policy | None) -> guard.Guard:
     """The session's guard: the sandbox (preflight proved it can run here), or — only when
     the person asked with --unguarded — no sandbox, confirmed by typing the words on the
     terminal, never by an agent (interact.require_person refuses inside one)."""
     if policy is not None:
         how = f"sandbox active: bubblewrap, policy {policy.digest()}"
-        return sandbox.new_guard(session_id, "sandbox", how, policy)
+        return guard.new_guard(session_id, "sandbox", how, policy)
     presence = interact.require_person(
         session.env, what="a session without the sandbox", command="plan-build plan --unguarded"
     )
-    words = sandbox.UNGUARDED_WORDS
+    words = guard.UNGUARDED_WORDS
     question = (
         "Without the sandbox, Claude's commands and the project's checks can commit, push and "
         f"rewrite git state. Type `{words}` to launch that way"
@@ -141,7 +141,7 @@ def settle_guard(session: Session, session_id: str, policy: sandbox.Policy | Non
             "start again without --unguarded (install bubblewrap and socat: plan-build setup)",
             code=ExitCode.APPROVAL,
         )
-    return sandbox.new_guard(session_id, "unguarded", f"typed `{words}` {presence}", None)
+    return guard.new_guard(session_id, "unguarded", f"typed `{words}` {presence}", None)
 
 
 def checked(
