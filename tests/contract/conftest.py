@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.contract import clis, marketplace
-from tests.contract.fakeapis import ModelsApi, ResponsesApi
+from tests.contract.fakeapis import ModelsApi, ResponsesApi, ScriptedMessagesApi
 from tests.contract.report import INSTALLED
 from tests.contract.tmux import Tmux
 from tests.support.stubs import Stubs
@@ -197,3 +197,27 @@ def tmux(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tmux]:
     term = Tmux(sock_dir / "s", {})
     yield term
     term.close()
+
+
+@pytest.fixture
+def scripted() -> Iterator[ScriptedMessagesApi]:
+    with ScriptedMessagesApi() as api:
+        yield api  # type: ignore[misc]
+
+
+@dataclass
+class Lab:
+    """A ready repository, the real claude, the scripted model and a private tmux server."""
+
+    tmux: Tmux
+    ready: Path
+    agents: Agents
+    api: ScriptedMessagesApi
+    tmp: Path
+
+
+@pytest.fixture
+def lab(
+    tmux: Tmux, ready: Path, agents: Agents, scripted: ScriptedMessagesApi, tmp_path: Path
+) -> Lab:
+    return Lab(tmux, ready, agents, scripted, tmp_path)

@@ -13,13 +13,11 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.contract.conftest import DUMMY_KEY, Agents, Plugins, seed_offline_start
+from tests.contract.conftest import DUMMY_KEY, Agents, Lab, Plugins, seed_offline_start
 from tests.contract.fakeapis import ScriptedMessagesApi
 from tests.contract.test_launch_contract import EXIT, REQUEST, START, TURN, read_json
 from tests.contract.tmux import Tmux
@@ -41,30 +39,6 @@ EVASIONS = [
     "nohup sh -c 'git push origin HEAD:refs/heads/agent2' >/dev/null 2>&1 &",
     "c=commit; git $c -m x",
 ]
-
-
-@pytest.fixture
-def scripted() -> Iterator[ScriptedMessagesApi]:
-    with ScriptedMessagesApi() as api:
-        yield api  # type: ignore[misc]
-
-
-@dataclass
-class Lab:
-    """A ready repository, the real claude, the scripted model and a private tmux server."""
-
-    tmux: Tmux
-    ready: Path
-    agents: Agents
-    api: ScriptedMessagesApi
-    tmp: Path
-
-
-@pytest.fixture
-def lab(
-    tmux: Tmux, ready: Path, agents: Agents, scripted: ScriptedMessagesApi, tmp_path: Path
-) -> Lab:
-    return Lab(tmux, ready, agents, scripted, tmp_path)
 
 
 def env_for(agents: Agents, repo: Path, api: ScriptedMessagesApi) -> dict[str, str]:
@@ -103,10 +77,10 @@ def test_no_wrapper_gets_a_commit_push_or_approval_past_the_layer(
     lab: Lab, plugins: Plugins
 ) -> None:
     """Through plan-build's own launch (`plan --yolo`: bypass mode, the weakest Claude has)."""
-    tmux, ready, agents, scripted, tmp_path = lab.tmux, lab.ready, lab.agents, lab.api, lab.tmp
+    tmux, ready, agents, scripted = lab.tmux, lab.ready, lab.agents, lab.api
     repo = ready
     head, remote, remote_refs = staged_change_and_remote(repo)
-    marker = tmp_path / "allowed-ran"
+    marker = repo / "allowed-ran"  # in the work tree: the sandbox lets the session write there
     scripted.commands = [*EVASIONS, f"echo ok > {marker}"]
     env = env_for(agents, repo, scripted)
 

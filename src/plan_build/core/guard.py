@@ -11,12 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from plan_build.core import clock, fsutil
-
-if TYPE_CHECKING:
-    from plan_build.core.sandbox import Policy
 
 Mode = Literal["sandbox", "unguarded"]
 GUARD_DIR = "guards"
@@ -74,8 +71,9 @@ def unguarded_session(state_dir: Path, env: Mapping[str, str]) -> Guard | None:
     return guard if guard is not None and guard.mode == "unguarded" else None
 
 
-def new_guard(session_id: str, mode: Mode, how: str, policy: Policy | None) -> Guard:
-    return Guard(mode, session_id, clock.stamp(), how, policy.digest() if policy else None)
+def new_guard(session_id: str, mode: Mode, how: str, policy: str | None) -> Guard:
+    """A guard chosen now; `policy` is the sandbox policy's digest (None: unguarded)."""
+    return Guard(mode, session_id, clock.stamp(), how, policy)
 
 
 __all__ = [

@@ -237,6 +237,9 @@ def claude_settings(policy: Policy) -> dict[str, Any]:
         "enabled": True,
         "failIfUnavailable": True,
         "allowUnsandboxedCommands": False,
+        # a command held to the policy runs without a permission question: the sandbox, not a
+        # yes typed a hundred times a session, is what keeps it from git state
+        "autoAllowBashIfSandboxed": True,
         "filesystem": filesystem,
         "network": {"allowedDomains": list(policy.hosts)},
     }

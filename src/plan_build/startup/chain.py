@@ -126,7 +126,7 @@ def settle_guard(session: Session, session_id: str, policy: sandbox.Policy | Non
     terminal, never by an agent (interact.require_person refuses inside one)."""
     if policy is not None:
         how = f"sandbox active: bubblewrap, policy {policy.digest()}"
-        return guard.new_guard(session_id, "sandbox", how, policy)
+        return guard.new_guard(session_id, "sandbox", how, policy.digest())
     presence = interact.require_person(
         session.env, what="a session without the sandbox", command="plan-build plan --unguarded"
     )

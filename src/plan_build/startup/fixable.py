@@ -37,7 +37,7 @@ def _can(session: Session, check: Check) -> bool:
     if check.id == "sandbox.layer":  # as root, with a package manager setup knows
         import os
 
-        from plan_build.startup.setupplan import SANDBOX_PACKAGES
+        from plan_build.startup.sources import SANDBOX_PACKAGES
 
         return (
             check.cause == "missing"

@@ -98,15 +98,6 @@ def tool_steps(p: Planner) -> dict[str, str]:
     return planned
 
 
-# the system package managers setup may run for the sandbox's packages (as root only)
-SANDBOX_PACKAGES = {
-    "apt-get": ["apt-get", "install", "-y", "-q", "bubblewrap", "socat"],
-    "dnf": ["dnf", "install", "-y", "bubblewrap", "socat"],
-    "pacman": ["pacman", "-S", "--noconfirm", "--needed", "bubblewrap", "socat"],
-    "zypper": ["zypper", "--non-interactive", "install", "bubblewrap", "socat"],
-}
-
-
 def sandbox_steps(p: Planner) -> None:
     """bubblewrap and socat (the sandbox, ADR 0190): installed with the system's package
     manager when setup runs as root; otherwise the user's item, with the command to run
@@ -117,11 +108,11 @@ def sandbox_steps(p: Planner) -> None:
     check = p.failed("sandbox.layer")
     if check is None:
         return
-    manager = next((m for m in SANDBOX_PACKAGES if proc.which(m, p.env)), None)
+    manager = next((m for m in sources.SANDBOX_PACKAGES if proc.which(m, p.env)), None)
     if check.cause != "missing" or manager is None:
         p.manual(check.id, check.detail, check.remediation or "")
         return
-    argv = SANDBOX_PACKAGES[manager]
+    argv = sources.SANDBOX_PACKAGES[manager]
     if os.geteuid() != 0:
         p.manual(check.id, "install bubblewrap and socat", "sudo " + proc.quote(argv))
         return

@@ -56,12 +56,22 @@ def marketplace(name: str, env: Mapping[str, str], config: Any = None) -> Source
     return Source(name, MARKETPLACES[name], "default")
 
 
+# the system package managers setup may run for the sandbox's packages (as root only)
+SANDBOX_PACKAGES = {
+    "apt-get": ["apt-get", "install", "-y", "-q", "bubblewrap", "socat"],
+    "dnf": ["dnf", "install", "-y", "bubblewrap", "socat"],
+    "pacman": ["pacman", "-S", "--noconfirm", "--needed", "bubblewrap", "socat"],
+    "zypper": ["zypper", "--non-interactive", "install", "bubblewrap", "socat"],
+}
+
+
 __all__ = [
     "AGENTMEMORY_PACKAGE",
     "CODERABBIT_HINT",
     "CODERABBIT_INSTALL",
     "MARKETPLACES",
     "NPM_PACKAGES",
+    "SANDBOX_PACKAGES",
     "Source",
     "env_var",
     "install_hint",
