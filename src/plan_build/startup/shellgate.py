@@ -306,6 +306,8 @@ def _double_quoted(text: str) -> str:
     return re.sub(r"\\([$`\"\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), text)
 
 
+# Where a node stands in the walk: (node, parent, the type of the node before it, its statement)
+_Place = tuple["Node", "Node | None", str, "Node | None"]
 # A word as the shell will see it: its value (None when it is only known at run time) and its text
 Word = tuple[str | None, str]
 
@@ -326,23 +328,28 @@ class _Judge:
             if found is None:
                 return None
             return Refusal(f"it nests commands deeper than plan-build reads; {found.reason}")
-        source = text.encode("utf-8", "replace")
-        root = parser().parse(source).root_node
-        stack = [root]
+        root = parser().parse(text.encode("utf-8", "replace")).root_node
+        # (node, its parent, the type of the node before it, its top-level statement): kept on
+        # the way down, because tree-sitter finds a node's parent by walking from the root
+        stack: list[_Place] = [(root, None, "", None)]
         while stack:
-            node = stack.pop()
+            node, parent, before, top = stack.pop()
             kind = node.type
             found = None
-            if kind == "command":
-                found = self.command(node, depth)
-            elif kind == "variable_assignment" and node.parent is not None:
-                if node.parent.type != "command":
-                    self.assign(node)
+            if kind == "command" and parent is not None:
+                found = self.command(node, parent, before, top or node, depth)
+            elif kind == "variable_assignment" and parent is not None and parent.type != "command":
+                self.assign(node)
             elif kind == "file_redirect":
                 found = self.redirect(node)
             if found is not None:
                 return found
-            stack.extend(reversed(node.children))
+            below: list[_Place] = []
+            previous = before if kind == "redirected_statement" else ""  # its body's pipe
+            for child in node.children:
+                below.append((child, node, previous, top or child))
+                previous = child.type
+            stack.extend(reversed(below))
         if root.has_error:
             found = lexical(text)
             if found is not None:
@@ -425,15 +432,16 @@ class _Judge:
             words.append((self.value(child), _text(child)))
         return words
 
-    def command(self, node: Node, depth: int) -> Refusal | None:
+    def command(
+        self, node: Node, parent: Node, before: str, top: Node, depth: int
+    ) -> Refusal | None:
         """One simple command, with what feeds it: a heredoc or here-string, or a pipe."""
         words = self.words(node)
         if not words:
             return None
         stdin: str | None = None  # the program text a heredoc or here-string gives it
         redirects = [c for c in node.children if c.type.endswith("redirect")]
-        parent = node.parent
-        if parent is not None and parent.type == "redirected_statement":
+        if parent.type == "redirected_statement":
             redirects += [c for c in parent.children if c.type.endswith("redirect")]
         for r in redirects:
             if r.type == "herestring_redirect" and r.named_child_count:
@@ -441,13 +449,8 @@ class _Judge:
             elif r.type == "heredoc_redirect":
                 body = next((c for c in r.named_children if c.type == "heredoc_body"), None)
                 stdin = _text(body) if body is not None else ""
-        anchor = parent if parent is not None and parent.type == "redirected_statement" else node
-        piped = anchor.prev_sibling is not None and anchor.prev_sibling.type in ("|", "|&")
-        statement = node
-        while statement.parent is not None and statement.parent.type != "program":
-            statement = statement.parent
-        context = _text(statement) if piped else ""
-        return self.simple(words, depth, stdin=stdin, piped=context if piped else None)
+        piped = _text(top) if before in ("|", "|&") else None
+        return self.simple(words, depth, stdin=stdin, piped=piped)
 
     # ------------------------------------------------------------------ one simple command
 
