@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -342,3 +343,24 @@ def test_live_scope_keeps_the_scopes_until_tasks_md_changes(
     (repo / "TASKS.md").write_text(TASKS.replace("- Status: Pending", "- Status: In Progress"))
     assert said("src/billing.py") == ""
     assert said("src/elsewhere.py") != ""
+
+
+def test_a_release_takes_the_parser_from_the_python_that_runs_it(real_bundle: Any) -> None:
+    """A release's zipapp cannot hold tree-sitter's compiled code (release/dependencies.py);
+    run by a Python that has it, the hook finds it there and judges as from a checkout."""
+    assert {"tree_sitter", "tree_sitter_bash"} <= set(real_bundle.not_bundled)
+    pyz = str(real_bundle.directory / "plan-build.pyz")
+    exports = (
+        f"import sys; sys.path.insert(0, {pyz!r}); "
+        "from plan_build.startup import claudelayer; "
+        "print(claudelayer.package_root()); print(claudelayer.hook_program())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", exports], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == pyz  # the release's own code answers
+    note = {**BASH, "tool_input": {"command": 'echo "remember to git commit later"'}}
+    assert run_hook("pre-bash", note, program=out[1]).returncode == 0
+    r = run_hook("pre-bash", BASH, program=out[1])
+    assert r.returncode == 2
+    assert "`git commit` makes commits" in r.stderr
