@@ -130,6 +130,10 @@ REFUSED = [
     "sed -i s/a/b/ .git/config",
     "dd if=x of=.git/index",
     "x=.git/HEAD; echo y > $x",
+    "f() { git commit -m x; }",
+    "case $x in a) git push;; esac",
+    "time (git commit -m x)",
+    "docker compose exec web git push",
 ]
 
 # The six the issue found refused (issue 35, item 6): words that are data are not commands.
@@ -202,6 +206,12 @@ ALLOWED = [
     "env bash -c 'pytest -q'",
     "curl -s localhost:8000/health | jq .",
     'eval "$(ssh-agent -s)"',
+    "docker compose exec web git status",
+    'ssh host "git log"',
+    "git ls-files -z | xargs -0 git add",
+    "x=$(git rev-parse HEAD); echo $x",
+    "echo foo | tee .gitignore",
+    "command -v git && git --version",
     "git branch --merged",
     "git log --no-merges",
     "git -C sub status",
@@ -407,3 +417,21 @@ def test_any_composition_of_wrappers_around_a_git_act_is_refused(
     for _ in range(shells):
         command = "bash -c " + shlex.quote(command)
     assert refusal(command) is not None, command
+
+
+SHELLISH = st.lists(
+    st.sampled_from(
+        ["git ", "commit ", "push ", "$(", ")", "`", "'", '"', "<<EOF\n", "\nEOF\n", "|",
+         "&&", ";", "${x}", "$x", "x=", "bash -c ", "eval ", "<(", "> ", ".git/", "\\",
+         "$'\\x67'", "{ ", " }", "(", "[[ ", " ]]", "find . -exec ", "\\;", "xargs ",
+         "env -S ", "-c ", "-- ", " ", "\n"]
+    )
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=60), SHELLISH))
+def test_any_text_is_judged_without_an_error(text: str) -> None:
+    """An exception would refuse the call as a hook failure, with no reason the model can use."""
+    found = refusal(text, cwd="/nonexistent")
+    assert found is None or found.reason
