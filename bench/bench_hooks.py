@@ -6,18 +6,23 @@ layer's command through `sh -c`, Claude's JSON on stdin, to exit.
     pre-bash: `git commit` (refused)               50 ms                      <= 1.0x
     pre-bash: a 4 KiB compound command             50 ms                      <= 1.0x
     pre-bash: `bash ship.sh` (a script is read)    50 ms                      <= 1.0x
+    pre-bash: a heredoc note naming a commit        50 ms                      <= 1.0x
+    pre-bash: `git checkout -- .` (refused)         50 ms                      <= 1.0x
     pre-edit, config                               50 ms                      <= 1.0x
     post-edit (architect, TASKS.md of 50 tasks)    50 ms                      <= 1.0x
     post-bash (architect): no write / a write      50 ms                      <= 1.0x
     the floor: `sh -c` running `python -I -S -c pass`, the same way   (shown beside each)
+    false refusals of tests/data/ordinary_commands.txt   the same count by REF's shellgate
 
 Every hook call sits in front of a tool call the model waits for. Nothing is asserted.
-Run: python bench/bench_hooks.py [--quick]
+Run: python bench/bench_hooks.py [--quick] [--against REF]   (REF: a git ref, default main;
+PLAN_BUILD_BENCH_SRC=<another checkout's src> times that code instead)
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import shlex
 import statistics
@@ -32,6 +37,39 @@ from _common import compile_checkout
 from plan_build.startup import claudelayer
 
 REFERENCE_MS = 50.0
+NOTE = "cat > notes.md <<'EOF'\nremember: git commit after review\nEOF"
+
+
+def false_refusals(ref: str) -> None:
+    """The ordinary corpus judged by this checkout's shellgate and by `ref`'s."""
+    from tests.test_shellgate_corpus import load_corpus, make_project
+
+    from plan_build.startup import shellgate
+
+    commands = load_corpus()
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = str(make_project(Path(tmp)))
+        now = sum(1 for c in commands if shellgate.refusal(c, cwd=cwd))
+        old = subprocess.run(
+            ["git", "show", f"{ref}:src/plan_build/startup/shellgate.py"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if old.returncode != 0:
+            print(f"false refusals: {now} of {len(commands)} ordinary commands ({ref}: unknown)")
+            return
+        (Path(tmp) / "old_shellgate.py").write_text(old.stdout)
+        spec = importlib.util.spec_from_file_location(
+            "old_shellgate", Path(tmp) / "old_shellgate.py"
+        )
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        before = sum(1 for c in commands if module.refusal(c, cwd=cwd))
+    print(f"false refusals of {len(commands)} ordinary commands: {now} (at {ref}: {before})")
 
 
 def call(command: str, payload: str, env: dict[str, str]) -> float:
@@ -63,7 +101,9 @@ def tasks_md(n: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    runs = 7 if parser.parse_args().quick else 31
+    parser.add_argument("--against", default="main", help="git ref for the false-refusal count")
+    opts = parser.parse_args()
+    runs = 7 if opts.quick else 31
     compile_checkout()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -84,6 +124,12 @@ def main() -> None:
             "pre-bash, `git commit -m x` (refused)": ("pre-bash", "plan", bash("git commit -m x")),
             f"pre-bash, {len(long) // 1024} KiB compound command": ("pre-bash", "plan", bash(long)),
             "pre-bash, `bash ship.sh` (script read)": ("pre-bash", "plan", bash("bash ship.sh")),
+            "pre-bash, a heredoc note (allowed)": ("pre-bash", "plan", bash(NOTE)),
+            "pre-bash, `git checkout -- .` (refused)": (
+                "pre-bash",
+                "plan",
+                bash("git checkout -- ."),
+            ),
             "pre-edit": ("pre-edit", "plan", edit),
             "config (refused)": ("config", "plan", json.dumps({"source": "local_settings"})),
             "post-edit, architect, 50 tasks": ("post-edit", "architect", edit),
@@ -113,6 +159,7 @@ def main() -> None:
     for name, values in samples.items():
         ms = statistics.median(values)
         print(f"  {name:44} {ms:7.1f} {ms / REFERENCE_MS:7.2f}x {floor_ms:9.1f}")
+    false_refusals(opts.against)
 
 
 if __name__ == "__main__":

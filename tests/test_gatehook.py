@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,10 +52,49 @@ def test_a_gated_command_is_refused_with_a_reason_for_the_model() -> None:
     assert "ask the user to run it in a terminal outside Claude Code" in r.stderr
 
 
-def test_an_ordinary_command_passes_silently() -> None:
-    payload = {**BASH, "tool_input": {"command": "git status"}}
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status",
+        'echo "remember to git commit later"',
+        'grep -rn "git commit" .',
+        "cat > notes.md <<'EOF'\nremember: git commit after review\nEOF",
+        "cat .git/HEAD",
+        "ls .git/refs/heads",
+        "ps -eo pid,comm,args | awk '$2 != \"claude\" && /codex exec/'",
+    ],
+)
+def test_an_ordinary_command_passes_silently(command: str) -> None:
+    payload = {**BASH, "tool_input": {"command": command}}
     r = run_hook("pre-bash", payload, program=claudelayer.hook_program())
     assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+
+
+def test_discarding_uncommitted_work_is_refused_with_ask_the_user() -> None:
+    payload = {**BASH, "tool_input": {"command": "git checkout -- ."}}
+    r = run_hook("pre-bash", payload, program=claudelayer.hook_program())
+    assert r.returncode == 2
+    assert "`git checkout -- .` would throw away the user's uncommitted work" in r.stderr
+    assert "Ask the user before discarding anything" in r.stderr
+
+
+def test_the_hook_runs_isolated_with_only_the_parser_added() -> None:
+    program = shlex.split(claudelayer.hook_program())
+    assert program[1:4] == ["-I", "-S", "-c"]
+    paths = claudelayer.parser_paths()
+    assert paths  # this Python has tree-sitter (a pinned dependency)
+    assert f"sys.path.extend({paths!r})" in program[4]
+
+
+def test_a_shell_parser_that_cannot_load_refuses_with_the_reason() -> None:
+    """A Python without tree-sitter (a release run by an interpreter that lacks it): every
+    Bash call is refused, and the model reads why and that the other tools still work."""
+    program = claudelayer.hook_program(parser=[])
+    r = run_hook("pre-bash", {**BASH, "tool_input": {"command": "ls"}}, program=program)
+    assert r.returncode == 2
+    assert "plan-build's Bash check cannot load its shell parser" in r.stderr
+    assert "tree-sitter==0.26.1 tree-sitter-bash==0.25.1" in r.stderr
+    assert "every Bash command is refused" in r.stderr
 
 
 @pytest.mark.parametrize("broken", ["unset", "missing", "not-executable", "crashing"])
@@ -302,3 +343,24 @@ def test_live_scope_keeps_the_scopes_until_tasks_md_changes(
     (repo / "TASKS.md").write_text(TASKS.replace("- Status: Pending", "- Status: In Progress"))
     assert said("src/billing.py") == ""
     assert said("src/elsewhere.py") != ""
+
+
+def test_a_release_takes_the_parser_from_the_python_that_runs_it(real_bundle: Any) -> None:
+    """A release's zipapp cannot hold tree-sitter's compiled code (release/dependencies.py);
+    run by a Python that has it, the hook finds it there and judges as from a checkout."""
+    assert {"tree_sitter", "tree_sitter_bash"} <= set(real_bundle.not_bundled)
+    pyz = str(real_bundle.directory / "plan-build.pyz")
+    exports = (
+        f"import sys; sys.path.insert(0, {pyz!r}); "
+        "from plan_build.startup import claudelayer; "
+        "print(claudelayer.package_root()); print(claudelayer.hook_program())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", exports], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == pyz  # the release's own code answers
+    note = {**BASH, "tool_input": {"command": 'echo "remember to git commit later"'}}
+    assert run_hook("pre-bash", note, program=out[1]).returncode == 0
+    r = run_hook("pre-bash", BASH, program=out[1])
+    assert r.returncode == 2
+    assert "`git commit` makes commits" in r.stderr

@@ -59,13 +59,38 @@ def package_root() -> Path:
     return Path(plan_build.__file__).resolve().parent.parent
 
 
-def hook_program(python: str | None = None) -> str:
+# The hook's compiled dependencies: the Bash check's shell parser (startup/shellgate.py)
+PARSER_PACKAGES = ("tree_sitter", "tree_sitter_bash")
+
+
+def parser_paths() -> list[str]:
+    """The directories this Python imports the shell parser's packages from (its
+    site-packages, found without importing them), for the hook that runs without site. A
+    release's zipapp cannot hold their compiled code: there they come from the interpreter,
+    and where it lacks them the list is short and the hook refuses every Bash call, saying so."""
+    import importlib.util
+
+    found: list[str] = []
+    for name in PARSER_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            parent = str(Path(location).parent)
+            if parent not in found:
+                found.append(parent)
+    return found
+
+
+def hook_program(python: str | None = None, *, parser: list[str] | None = None) -> str:
     """The hook program as a shell command (the launch exports it as PLAN_BUILD_HOOK): Python
-    without site or user paths and the package put first by hand, so a release's own code
-    answers. Kept out of the settings so that Claude, which quotes a refusing hook's command to
-    the model, shows the variable's name and not where plan-build is installed."""
+    isolated (`-I`: no user site, no PYTHON* variables, not the working directory) and without
+    site (`-S`), the package put first by hand so a release's own code answers, and the
+    directories holding the shell parser appended after it. Kept out of the settings so that
+    Claude, which quotes a refusing hook's command to the model, shows the variable's name and
+    not where plan-build is installed. `parser`: those directories (default: this Python's)."""
+    paths = parser_paths() if parser is None else parser
     bootstrap = (
         f"import sys;sys.path.insert(0,{str(package_root())!r});"
+        f"sys.path.extend({paths!r});"
         "from plan_build.startup.gatehook import main;main()"
     )
     return shlex.join([python or sys.executable, "-I", "-S", "-c", bootstrap])

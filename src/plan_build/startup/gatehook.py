@@ -8,7 +8,9 @@ deadline. (Claude treats any other non-zero exit as *not* blocking; the settings
 hook `onFailure: "block"` and the shell wrapper turns a Python that cannot start into exit 2.)
 
 Events:
-- `pre-bash` (PreToolUse, Bash): shellgate.refusal on the command;
+- `pre-bash` (PreToolUse, Bash): shellgate.refusal on the command, the friendly first layer
+  (the sandbox is what holds); when its shell parser (tree-sitter) cannot load, every Bash
+  call is refused with the reason;
 - `pre-edit` (PreToolUse, Edit|Write|MultiEdit|NotebookEdit): no write into git's own
   directory, plan-build's state, or Claude's settings files;
 - `config` (ConfigChange): a change to user, project or local settings is not applied for the
@@ -16,7 +18,8 @@ Events:
 - `post-edit`, `post-bash` (PostToolUse, architect mode): a write outside the architect records
   and the scope of the task in progress is reported to Claude at once (startup/livescope.py).
 
-Standard library only (and shellgate); the live-scope check imports what it needs itself.
+Standard library only (and shellgate, with tree-sitter's compiled bindings, which the bootstrap
+puts on the path); the live-scope check imports what it needs itself.
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ ASK_USER = (
     "run it in a terminal outside Claude Code (a `!` line in Claude does not count), or to run "
     "`plan-build commit` there when the change is ready. If the command only mentions these "
     "words (a search, a note), use the Grep, Read or Write tool instead of Bash."
+)
+PARSER_MISSING = (
+    "Until it loads, every Bash command is refused: tell the user, who can install it and "
+    "start the session again. The Read, Grep, Glob, Edit and Write tools still work."
 )
 SETTINGS_NAMES = ("settings.json", "settings.local.json")
 
@@ -87,15 +94,7 @@ def run(args: list[str], raw: str) -> tuple[int, str, str]:
     tool_input = tool_input if isinstance(tool_input, dict) else {}
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
     if event == "pre-bash":
-        command = tool_input.get("command")
-        if not isinstance(command, str):
-            return BLOCK, "", f"plan-build's hook found no command to check; {ASK_USER}"
-        from plan_build.startup import shellgate
-
-        found = shellgate.refusal(command, cwd=cwd)
-        if found is None:
-            return 0, "", ""
-        return BLOCK, "", f"plan-build refused this command: {found.reason}. {ASK_USER}"
+        return pre_bash(tool_input.get("command"), cwd)
     if event == "pre-edit":
         reason = protected_write(_path(tool_input), cwd)
         if reason is None:
@@ -121,6 +120,22 @@ def run(args: list[str], raw: str) -> tuple[int, str, str]:
         command = tool_input.get("command")
         return livescope.after_bash(command if isinstance(command, str) else None, cwd, opts)
     return BLOCK, "", f"plan-build's hook does not know the event {event!r}; {ASK_USER}"
+
+
+def pre_bash(command: object, cwd: str | None) -> tuple[int, str, str]:
+    """The Bash check (startup/shellgate.py): the friendly first layer, not the safety."""
+    if not isinstance(command, str):
+        return BLOCK, "", f"plan-build's hook found no command to check; {ASK_USER}"
+    from plan_build.startup import shellgate
+
+    try:
+        found = shellgate.refusal(command, cwd=cwd)
+    except shellgate.ParserUnavailable as exc:
+        return BLOCK, "", f"{exc}. {PARSER_MISSING}"
+    if found is None:
+        return 0, "", ""
+    advice = found.advice or ASK_USER
+    return BLOCK, "", f"plan-build refused this command: {found.reason}. {advice}"
 
 
 def _path(tool_input: dict[str, object]) -> str | None:
