@@ -92,6 +92,10 @@ class Dispatcher:
         self.on_interrupt = on_interrupt
         self.lock: Lock | None = None
         self.on_group: Callable[[int], None] | None = None  # a wave records the group itself
+        # a wave's worktree: folders linked to the user's (their writes are checked there),
+        # and paths the verification needs that the worktree lacks (ADR 0196)
+        self.linked: tuple[str, ...] = ()
+        self.env_gaps: list[str] = []
 
     def _started(self, pgid: int) -> None:
         if self.lock is not None:
@@ -135,6 +139,18 @@ class Dispatcher:
             byproducts=d.byproducts,
             guard=d.guard,
         )
+        if self.linked and ignored is not None:  # writes through a link land in the user's tree
+            from plan_build.dispatch.worktreeprep import check_linked
+
+            check_linked(
+                a,
+                root=d.plan_home.root,
+                linked=self.linked,
+                since_ns=ignored.taken_ns,
+                env=d.env,
+                scope=scope,
+                byproducts=d.byproducts,
+            )
         report.say_attempt(d.console, a)
 
     # -- the run --------------------------------------------------------------------
@@ -237,6 +253,8 @@ class Dispatcher:
         status, reason = BLOCKED, "interrupted"
         try:
             status, reason = self._attempts(tf, task, scope, prompt)
+            if status == BLOCKED and reason in ("corrections_exhausted", "no_change"):
+                reason = self._environment(reason)
         except PlanBuildError as exc:
             if isinstance(exc, proc.CommandCancelled):
                 outcome.interrupted(self.flight, task, exc)
@@ -250,6 +268,18 @@ class Dispatcher:
                     self.on_interrupt(self.flight.result(IN_PROGRESS, "interrupted", []))
             raise
         return outcome.finish(self.flight, task, status, reason, baseline)
+
+    def _environment(self, reason: str) -> str:
+        """A verification that failed for want of what git ignores in the user's tree (a wave's
+        worktree lacks it) is the environment's failure, not the task's."""
+        from plan_build.dispatch.worktreeprep import environment_note
+
+        d = self.flight
+        note = environment_note(d.repo.root, self.env_gaps)
+        if note is None or not d.attempts:
+            return reason
+        d.attempts[-1].notes.append(note)
+        return "environment"
 
     def _dead_attempt(self, task: Task, scope: Scope) -> tuple[str, str] | None:
         """A resumed dispatch first checks what happened since the dead run's last Codex run

@@ -124,6 +124,8 @@ def _last_dispatch(
                 "reason": last.get("reason"),
                 "at": at,
             }
+            if isinstance(last.get("detail"), str):  # e.g. a failed worktree setup's output
+                newest["detail"] = last["detail"]
     return newest, tuple(usage)
 
 

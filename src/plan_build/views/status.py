@@ -220,6 +220,8 @@ def _tasks(f: StatusFacts) -> list[str]:
     elif t.last_dispatch:
         d = t.last_dispatch
         lines.append(f"  last dispatch: {d['task']} → {d['status']} ({d['reason']})")
+        if d.get("detail"):
+            lines.append(f"    {d['detail']}")
     if t.usage:
         shown = [f"{task} {codexusage.short_sum(used)}" for task, used in t.usage[:MAX_USAGE]]
         more = len(t.usage) - MAX_USAGE
