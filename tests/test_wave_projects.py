@@ -255,3 +255,40 @@ def test_a_bad_worktree_section_is_refused_with_its_line(repo: Path, cli) -> Non
     assert "worktree.setup must be a list" in r.stderr
     assert ".plan-build.yaml:2:" in r.stderr
     assert os.path.exists(repo / "TASKS.md")
+
+
+def test_in_scope_edits_of_ignored_files_come_back_or_stay_kept_never_lost(
+    repo: Path, stubs: Stubs, cli
+) -> None:
+    """Issue 38 item 3: a task whose scope holds ignored files (`cfg/*.env`)."""
+    (repo / ".gitignore").write_text("*.env\n")
+    (repo / ".worktreeinclude").write_text("cfg/*.env\n")
+    (repo / "cfg").mkdir()
+    tasks_md = make_wave_plan(repo, [task("TASK-002", "cfg/**", "test -f cfg/new.env")])
+    (repo / "cfg" / "local.env").write_text("A=1\n")
+    (repo / "cfg" / "mine.env").write_text("M=1\n")
+    user_mine = repo / "cfg" / "mine.env"
+    codex_for(
+        stubs,
+        "task-002",
+        {"cfg/new.env": "N=1\n", "cfg/local.env": "A=2\n", "cfg/mine.env": "M=task\n"},
+        # meanwhile the user edits mine.env in their own tree
+        run=["sh", "-c", f"sleep 0.05; printf 'M=user\\n' > {user_mine}"],
+    )
+
+    r = cli("dispatch", "--wave", "--json", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    (t,) = json.loads(r.stdout)["tasks"]
+    assert t["outcome"] == "applied"
+    assert (repo / "cfg" / "new.env").read_text() == "N=1\n"  # new: brought back
+    assert (repo / "cfg" / "local.env").read_text() == "A=2\n"  # unchanged by you: replaced
+    assert user_mine.read_text() == "M=user\n"  # yours changed too: yours stands
+    kept = Path(t["worktree"])
+    assert (kept / "cfg" / "mine.env").read_text() == "M=task\n"  # and the task's is kept
+    text = tasks_md.read_text()
+    assert "brought back too: `cfg/local.env`, `cfg/new.env`" in text
+    assert "NOT brought back" in text
+    assert "`cfg/mine.env`" in text
+    listed = cli("tasks", cwd=repo, env=DEGRADED)
+    assert f"wave worktree kept: TASK-002 (ignored_kept) · {kept}" in listed.stderr

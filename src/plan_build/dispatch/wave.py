@@ -83,6 +83,7 @@ class Wave:
         self.progress: WaveProgress | None = None
         self.prep = worktreeprep.Prep()
         self.ports: set[int] = set()
+        self.started_ns = 0  # when the wave took its snapshot (for ignored files' ctimes)
 
     # -- the plan ---------------------------------------------------------------------
 
@@ -307,7 +308,23 @@ class Wave:
                 "file(s)"
                 + (": " + ", ".join(f"`{p}`" for p in got.paths[:12]) if got.paths else "")
             )
+            kept = self._ignored_back(run, d, entry)
+            if kept.brought:
+                note += "\n- Ignored by git, brought back too: " + ", ".join(
+                    f"`{p}`" for p in kept.brought[:12]
+                )
+            if kept.kept:
+                note += (
+                    "\n- Ignored by git, changed in scope and NOT brought back (your copy "
+                    "changed too, or it is not a plain file): "
+                    + ", ".join(f"`{p}`" for p in kept.kept[:12])
+                    + f"; they stay in the worktree `{self._shown(run.worktree)}`"
+                )
             self._note(d, note)
+            if kept.kept:
+                run.why = "ignored files kept in its worktree: " + ", ".join(kept.kept[:6])
+                self.state.set(run.task_id, state="ignored_kept", why=run.why)
+                return
             self.state.set(run.task_id, state="applied")
             if run.worktree:
                 worktrees.remove(self.user, Path(run.worktree))
@@ -321,6 +338,36 @@ class Wave:
         self._note(d, note)
         self.state.set(run.task_id, state="conflict", why=run.why)
         self._say(f"plan-build: {run.task_id} stays in Review, not applied: {run.why}")
+
+    def _ignored_back(
+        self, run: TaskRun, d: InFlight | None, entry: dict[str, Any]
+    ) -> applyback.IgnoredBack:
+        """The task's in-scope edits of ignored files, brought back or kept (never lost)."""
+        entry = {**self.state.task(run.task_id), **entry}
+        linked = [str(x) for x in entry.get("linked") or []]
+        copied = [str(x) for x in entry.get("copied") or []]
+        wt = worktrees.open_existing(self.user, Path(run.worktree)) if run.worktree else None
+        if d is not None:
+            paths = [p for a in d.attempts for p in a.ignored]
+        elif wt is not None:  # resumed after its dispatch ended: every ignored file there
+            found = snapshot.ignored_files(wt)
+            brought = [*linked, *copied]
+            paths = [*found.files, *(x for x in found.dirs if x not in brought)]
+        else:
+            paths = []
+        paths = [
+            p
+            for p in dict.fromkeys(paths)
+            if not any(p == n or p.startswith(n + "/") for n in linked)
+        ]
+        if not paths:
+            return applyback.IgnoredBack()
+        if wt is None:
+            return applyback.IgnoredBack(kept=paths)
+        with APPLYING:
+            return applyback.ignored_back(
+                self.user, wt, paths, copied=copied, since_ns=self.started_ns
+            )
 
     def _shown(self, path: str) -> str:
         try:
@@ -377,6 +424,7 @@ class Wave:
             self.ids = frozenset(t.id for t in plan.run)
             self.runs = {t.id: TaskRun(t.id) for t in plan.run}
             result.runs = list(self.runs.values())
+            self.started_ns = time.time_ns()
             self.start_tree = snapshot.worktree_tree(self.user)
             try:
                 with interrupts.stopping():
@@ -427,7 +475,7 @@ class Wave:
         for r in result.runs:
             where = (
                 f" (worktree kept: {self._shown(r.worktree)})"
-                if r.worktree and r.outcome != "applied"
+                if r.worktree and (r.outcome != "applied" or r.why)
                 else ""
             )
             status = r.result.status if r.result else "-"
