@@ -151,5 +151,9 @@ def render_prompt(
     return text
 
 
-def codex_argv(recipe: recipes.Recipe, role: str, out: Path, prompt: str) -> list[str]:
-    return ["codex", "exec", *recipe.codex_flags(role), "--json", "-o", str(out), prompt]
+def codex_argv(
+    recipe: recipes.Recipe, role: str, out: Path, prompt: str, extra: Sequence[str] = ()
+) -> list[str]:
+    """`extra`: a wave task's own sandbox settings, after the recipe's."""
+    flags = [*recipe.codex_flags(role), *extra]
+    return ["codex", "exec", *flags, "--json", "-o", str(out), prompt]

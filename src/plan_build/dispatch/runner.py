@@ -139,18 +139,10 @@ class Dispatcher:
             byproducts=d.byproducts,
             guard=d.guard,
         )
-        if self.linked and ignored is not None:  # writes through a link land in the user's tree
-            from plan_build.dispatch.worktreeprep import check_linked
+        if d.plan_repo is not None:  # a wave: the shared refs, writes through links
+            from plan_build.dispatch.worktreeprep import check_wave_attempt
 
-            check_linked(
-                a,
-                root=d.plan_home.root,
-                linked=self.linked,
-                since_ns=ignored.taken_ns,
-                env=d.env,
-                scope=scope,
-                byproducts=d.byproducts,
-            )
+            check_wave_attempt(d, a, scope, self.linked, ignored)
         report.say_attempt(d.console, a)
 
     # -- the run --------------------------------------------------------------------
@@ -333,6 +325,8 @@ class Dispatcher:
             ignored=taskstate.ignored_for_resume(ignored),
             usage_sum=d.usage_so_far(),  # the finished runs' tokens, for `status`
         )
+        if d.plan_repo is not None:  # a wave: the user's refs are the worktree's too
+            d.refs_before = codex.refs(d.plan_repo)
         d.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
         d.phase = f"attempt {number} (codex)"
         codex.run_codex(
@@ -348,6 +342,7 @@ class Dispatcher:
             on_start=self._started,
             cancel=d.cancel,
             on_line=d.codex_line if d.plan_repo is not None else None,
+            extra=d.codex_flags,
         )
         return attempt, before, ignored
 

@@ -38,6 +38,7 @@ from plan_build.dispatch import (
     preconditions,
     taskfile,
     taskstate,
+    waveisolation,
     waveplan,
     wavestate,
     worktreeprep,
@@ -83,6 +84,7 @@ class Wave:
         self.progress: WaveProgress | None = None
         self.prep = worktreeprep.Prep()
         self.ports: set[int] = set()
+        self.said: set[str] = set()  # notes said once per wave
         self.started_ns = 0  # when the wave took its snapshot (for ignored files' ctimes)
 
     # -- the plan ---------------------------------------------------------------------
@@ -204,6 +206,13 @@ class Wave:
         run.flight = d = disp.flight
         run.state = "starting"
         tf, t, prompt = disp.prepare(alongside=self.ids)
+        own = waveisolation.codex_setting(self.user, wt, d.env, self.session.home)
+        d.codex_env.update(own.env)
+        d.codex_flags = own.flags
+        for note in own.notes:
+            if note not in self.said:
+                self.said.add(note)
+                self._say(f"plan-build: note: {note}")
         if self.cancel.is_set():
             raise proc.CommandCancelled(["codex"])
         if new:

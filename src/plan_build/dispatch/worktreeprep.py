@@ -39,6 +39,9 @@ from plan_build.core import checkrun, ctimescan, proc
 from plan_build.core.config import Config
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo, discover
+from plan_build.core.snapshot import Ignored
+from plan_build.dispatch.attempt import check_refs
+from plan_build.dispatch.inflight import InFlight
 from plan_build.dispatch.results import Attempt
 from plan_build.dispatch.scope import Byproducts, Scope
 from plan_build.dispatch.taskmodel import Task
@@ -353,6 +356,26 @@ def check_linked(
         )
 
 
+def check_wave_attempt(
+    d: InFlight, a: Attempt, scope: Scope, linked: Sequence[str], ignored: Ignored | None
+) -> None:
+    """A wave task's checks after a Codex run beyond a dispatch's own: the user's refs (every
+    worktree shares them) and the folders linked to the user's."""
+    if d.refs_before is not None and d.plan_repo is not None:
+        check_refs(d.plan_repo, d.refs_before, a)
+        d.refs_before = None
+    if linked and ignored is not None:
+        check_linked(
+            a,
+            root=d.plan_home.root,
+            linked=linked,
+            since_ns=ignored.taken_ns,
+            env=d.env,
+            scope=scope,
+            byproducts=d.byproducts,
+        )
+
+
 def environment_note(root: Path, found: Sequence[str]) -> str | None:
     """The evidence note for a verification that needed paths the worktree at `root` still
     lacks; None when it has them all (then the failure may well be the task's)."""
@@ -372,6 +395,7 @@ __all__ = [
     "Prep",
     "Readiness",
     "check_linked",
+    "check_wave_attempt",
     "configured",
     "environment_note",
     "free_port",
