@@ -305,3 +305,22 @@ def test_event_labels_are_read_tolerantly() -> None:
     for junk in ("", "not json", "[1]", '{"type": 3}', "{" * 5000, '{"type": "a\\u001b[2J"}'):
         label = event_label(junk)
         assert label is None or "\x1b" not in label
+
+
+def test_a_wave_tasks_prompt_names_the_tasks_running_beside_it(
+    repo: Path, stubs: Stubs, cli
+) -> None:
+    """Issue 38 item 5: TASK-003 runs beside TASK-002, so it is in flight, never next."""
+    make_wave_plan(repo, three_tasks())
+    codex_for(stubs, "task-002", {"src/a.py": "A-DONE\n"})
+    codex_for(stubs, "task-003", {"src/b.py": "B-DONE\n"})
+
+    assert cli("dispatch", "--wave", cwd=repo, env=DEGRADED).code == 0
+
+    runs = [c["argv"][-1] for c in stubs.calls("codex") if c["argv"][:1] == ["exec"]]
+    (two,) = [p for p in runs if "(task-002)" in p]
+    (three,) = [p for p in runs if "(task-003)" in p]
+    assert "- In flight: TASK-003 Work on src/b.py" in two
+    assert "- Next after this task: TASK-004 Work on src/a.py" in two
+    assert "- In flight: TASK-002 Work on src/a.py" in three
+    assert "Next after this task: TASK-003" not in two

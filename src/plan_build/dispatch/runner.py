@@ -151,6 +151,7 @@ class Dispatcher:
         """The checks before anything changes, and the rendered prompt. `alongside` names the
         tasks of the same wave, which may be In Progress beside this one."""
         d = self.flight
+        d.alongside = alongside - {d.task_id}
         tf, task = preconditions.load(d.path, d.task_id)
         preconditions.check(d.plan_home, tf, task, alongside=alongside)
         if proc.which("codex", d.env) is None:
