@@ -128,6 +128,10 @@ def test_ctrl_c_mid_wave_stops_every_codex_and_a_rerun_resumes_the_wave(
     listed = cli("tasks", cwd=repo, env=DEGRADED)
     assert "wave worktree kept: TASK-002 (interrupted)" in listed.stderr
     assert "wave worktree kept: TASK-003 (interrupted)" in listed.stderr
+    assert cli("baseline", cwd=repo, env=DEGRADED).code == 0
+    st = cli("status", cwd=repo, env=DEGRADED)
+    assert "in progress together (a wave): TASK-002, TASK-003" in st.stderr
+    assert "plan-build dispatch --wave resumes it" in st.stderr
 
     resume_and_check(repo, stubs, cli, tasks_md)
 

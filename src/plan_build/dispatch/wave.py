@@ -398,6 +398,11 @@ class Wave:
 
     def run(self, *, dry_run: bool) -> WaveResult:
         console = self.session.console
+        if self.user.head() is None:
+            raise usage(
+                "a wave needs a commit to create its worktrees from, and this repository has none",
+                "commit once (git commit), then run plan-build dispatch --wave again",
+            )
         self.prep = worktreeprep.configured(self.user, self.session.config, self.session.home)
         if dry_run:
             plan, resumed = self.plan()
@@ -407,6 +412,12 @@ class Wave:
             return WaveResult("", plan, [], resumed, dry_run=True)
         if proc.which("codex", self.session.env) is None:
             raise proc.CommandNotFound("codex")
+        early, resumed = self.plan()  # read again under the lock below
+        if not early.run and not resumed:  # nothing to run: no id, no lock, no pin written
+            console.say("plan-build: no task is ready to run")
+            for line in early.lines():
+                console.say(line)
+            return WaveResult("", early, [], False)
         recipes.check_pinned(
             self.user.state_dir, self.recipe, accept=self.accept_recipe, task_id="--wave"
         )
