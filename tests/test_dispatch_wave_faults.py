@@ -279,6 +279,10 @@ def test_a_stopped_wave_is_resumed_as_a_wave_never_by_one_tasks_dispatch(
     assert "TASK-003 belongs to a wave" in alone.stderr
     assert "plan-build dispatch --wave" in alone.stderr
     assert tasks_md.read_bytes() == before  # nothing rolled back, nothing written
+    other = cli("dispatch", "TASK-004", cwd=repo, env=DEGRADED)
+    assert other.code == 2
+    assert "resume it with: plan-build dispatch --wave" in other.stderr  # no advice in circles
+    assert tasks_md.read_bytes() == before
     assert status_of(tasks_md, "TASK-002") == "Review"
 
     runs = len(codex_runs(stubs))

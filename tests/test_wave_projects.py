@@ -238,6 +238,8 @@ def test_a_failing_setup_blocks_the_task_before_any_codex_run(
     text = tasks_md.read_text()
     assert "the worktree setup command exited 3" in text
     assert "npm ERR! missing lockfile" in text
+    assert "all of it in `.git/plan-build/dispatch/waves/setup/" in text  # no absolute path
+    assert str(repo) not in text
     logs = list((repo / ".git" / "plan-build" / "dispatch" / "waves" / "setup").glob("*.log"))
     assert len(logs) == 1
     assert "installing deps" in logs[0].read_text()

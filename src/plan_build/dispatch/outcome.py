@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from pathlib import Path
 
 from plan_build.core import interrupts, redact
 from plan_build.core.errors import PlanBuildError
@@ -129,9 +128,10 @@ def failed(d: InFlight, task: Task, exc: PlanBuildError) -> None:
         d.log(d.dispatch_record(task, BLOCKED, "error"))
 
 
-def setup_failed(d: InFlight, task: Task, why: str, output: str, log: Path) -> DispatchResult:
+def setup_failed(d: InFlight, task: Task, why: str, output: str, log: str) -> DispatchResult:
     """A wave's worktree setup command failed before any Codex run: Blocked `setup_failed`,
-    the output's last lines in the evidence, the whole output in `log`."""
+    the output's last lines in the evidence, the whole output in `log` (as shown: relative
+    to the user's work tree)."""
     block = final_block(
         d.header,
         task_id=task.id,

@@ -252,10 +252,10 @@ class Wave:
             return True
         why = worktreeprep.setup_why(done, self.prep)
         output = tail(done.stdout + done.stderr, SETUP_TAIL_LINES, SETUP_TAIL_CHARS)
-        run.result = outcome.setup_failed(d, task, why, output, log)
+        run.result = outcome.setup_failed(d, task, why, output, self._shown(str(log)))
         run.outcome, run.why = "blocked", f"setup_failed: {why}"
         self.state.set(task.id, state="blocked", why=run.why, log=str(log))
-        self._say(f"plan-build: {task.id} Blocked · {why} (output: {log})")
+        self._say(f"plan-build: {task.id} Blocked · {why} (output: {self._shown(str(log))})")
         return False
 
     def _verified(
