@@ -17,7 +17,7 @@ from pathlib import Path
 from tests.support.dispatching import status_of
 from tests.support.gitcmd import git
 from tests.support.stubs import Stubs
-from tests.support.waves import codex_for, make_wave_plan, task
+from tests.support.waves import codex_for, make_wave_plan, task, wave_dirs, worktree_list
 
 DEGRADED = {"PLAN_BUILD_MEMORY_MODE": "degraded"}
 
@@ -114,6 +114,9 @@ def test_a_wave_of_four_project_shapes_verifies_green_in_every_worktree(
         " M TASKS.md\n M src/a.py\n M src/b.py\n M src/c.py\n M src/d.py\n"
     )
     assert (repo / "node_modules").is_dir()
+    assert (repo / "node_modules" / ".bin" / "check").is_file()  # removing the link kept it
+    assert wave_dirs(repo) == []  # the worktrees (a submodule's clone in each) are gone
+    assert worktree_list(repo) == [str(repo)]
     assert not (repo / "node_modules").is_symlink()
 
 
