@@ -305,3 +305,60 @@ def test_event_labels_are_read_tolerantly() -> None:
     for junk in ("", "not json", "[1]", '{"type": 3}', "{" * 5000, '{"type": "a\\u001b[2J"}'):
         label = event_label(junk)
         assert label is None or "\x1b" not in label
+
+
+def test_a_wave_tasks_prompt_names_the_tasks_running_beside_it(
+    repo: Path, stubs: Stubs, cli
+) -> None:
+    """Issue 38 item 5: TASK-003 runs beside TASK-002, so it is in flight, never next."""
+    make_wave_plan(repo, three_tasks())
+    codex_for(stubs, "task-002", {"src/a.py": "A-DONE\n"})
+    codex_for(stubs, "task-003", {"src/b.py": "B-DONE\n"})
+
+    assert cli("dispatch", "--wave", cwd=repo, env=DEGRADED).code == 0
+
+    runs = [c["argv"][-1] for c in stubs.calls("codex") if c["argv"][:1] == ["exec"]]
+    (two,) = [p for p in runs if "(task-002)" in p]
+    (three,) = [p for p in runs if "(task-003)" in p]
+    assert "- In flight: TASK-003 Work on src/b.py" in two
+    assert "- Next after this task: TASK-004 Work on src/a.py" in two
+    assert "- In flight: TASK-002 Work on src/a.py" in three
+    assert "Next after this task: TASK-003" not in two
+
+
+def test_the_edges_of_the_wave_command(repo: Path, tmp_path: Path, stubs: Stubs, cli) -> None:
+    """Issue 38 item 8."""
+    make_wave_plan(repo, [task("TASK-002", "src/a.py", "true", status="Review")])
+    zero = cli("dispatch", "--wave", "--jobs", "0", cwd=repo, env=DEGRADED)
+    assert zero.code == 2
+    assert "--jobs 0 is out of range" in zero.stderr
+    word = cli("dispatch", "--wave", "--jobs", "abc", cwd=repo, env=DEGRADED)
+    assert word.code == 2
+    assert "--jobs must be a whole number (got 'abc')" in word.stderr
+    assert "--jobs 0" not in word.stderr
+    alone = cli("dispatch", "--jobs", "2", cwd=repo, env=DEGRADED)
+    assert alone.code == 2
+    assert "--jobs works with --wave" in alone.stderr
+    assert "needs TASK-ID" not in alone.stderr
+
+    # nothing is ready: no wave id, no pinned recipe, no lock, no record
+    state = repo / ".git" / "plan-build"
+    none = cli("dispatch", "--wave", cwd=repo, env=DEGRADED)
+    assert none.code == 0, none.stderr
+    assert "no task is ready to run" in none.stderr
+    assert "plan-build: wave " not in none.stderr
+    assert not (state / "recipe.json").exists()
+    assert not (state / "dispatch" / "waves").exists()
+
+    # a repository without a commit is refused before anything is planned or written
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    (empty / "TASKS.md").write_text((repo / "TASKS.md").read_text())
+    for args in (("--dry-run",), ()):
+        r = cli("dispatch", "--wave", *args, cwd=empty, env=DEGRADED)
+        assert r.code == 2
+        assert "a wave needs a commit" in r.stderr
+        assert "runs now" not in r.stderr
+    assert not (empty / ".git" / "plan-build").exists()
+    assert git(empty, "count-objects").startswith("0 objects")

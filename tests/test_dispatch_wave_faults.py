@@ -128,6 +128,10 @@ def test_ctrl_c_mid_wave_stops_every_codex_and_a_rerun_resumes_the_wave(
     listed = cli("tasks", cwd=repo, env=DEGRADED)
     assert "wave worktree kept: TASK-002 (interrupted)" in listed.stderr
     assert "wave worktree kept: TASK-003 (interrupted)" in listed.stderr
+    assert cli("baseline", cwd=repo, env=DEGRADED).code == 0
+    st = cli("status", cwd=repo, env=DEGRADED)
+    assert "in progress together (a wave): TASK-002, TASK-003" in st.stderr
+    assert "plan-build dispatch --wave resumes it" in st.stderr
 
     resume_and_check(repo, stubs, cli, tasks_md)
 
@@ -235,3 +239,61 @@ def test_a_wave_killed_after_a_task_ended_applies_its_result_on_resume(
     assert len(codex_runs(stubs)) == runs_before  # no Codex ran again
     assert status_of(tasks_md, "TASK-002") == "Review"
     assert wave_dirs(repo) == []
+
+
+def wave_state(repo: Path, tid: str) -> str | None:
+    record = repo / ".git" / "plan-build" / "dispatch" / "waves" / "main.json"
+    try:
+        return json.loads(record.read_text())["tasks"][tid]["state"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def test_a_stopped_wave_is_resumed_as_a_wave_never_by_one_tasks_dispatch(
+    repo: Path, stubs: Stubs, cli: Any
+) -> None:
+    """After a SIGKILL, every screen names `dispatch --wave`; a single dispatch of a wave task
+    refuses before it touches anything (it would take the other task's applied file and
+    TASKS.md records for its own, and roll TASKS.md back); a finished task never runs again."""
+    tasks_md = plan(repo)
+    codex_for(stubs, "task-002", {"src/a.py": "A-DONE\n"})  # finishes and is applied
+    codex_for(stubs, "task-003", {"src/b.py": "half\n"}, sleep=60)
+    child = start_wave(repo)
+    assert wait_until(lambda: status_of(tasks_md, "TASK-002") == "Review", timeout=60)
+    assert wait_until(lambda: wave_state(repo, "TASK-002") == "applied", timeout=30)
+    assert wait_until(lambda: len(codex_runs(stubs)) == 2, timeout=30)
+    child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=30)
+    assert wait_until(lambda: survivors(stubs.home) == [], timeout=15)
+    assert status_of(tasks_md, "TASK-003") == "In Progress"
+    assert cli("baseline", cwd=repo, env=DEGRADED).code == 0
+
+    st = cli("status", "--json", cwd=repo, env=DEGRADED)
+    data = json.loads(st.stdout)
+    assert data["next"] == "plan-build dispatch --wave (resumes the stopped wave)"
+    assert data["tasks"]["in_progress"]["wave"] is True
+
+    before = tasks_md.read_bytes()
+    alone = cli("dispatch", "TASK-003", cwd=repo, env=DEGRADED)
+    assert alone.code == 2
+    assert "TASK-003 belongs to a wave" in alone.stderr
+    assert "plan-build dispatch --wave" in alone.stderr
+    assert tasks_md.read_bytes() == before  # nothing rolled back, nothing written
+    other = cli("dispatch", "TASK-004", cwd=repo, env=DEGRADED)
+    assert other.code == 2
+    assert "resume it with: plan-build dispatch --wave" in other.stderr  # no advice in circles
+    assert tasks_md.read_bytes() == before
+    assert status_of(tasks_md, "TASK-002") == "Review"
+
+    runs = len(codex_runs(stubs))
+    codex_for(stubs, "task-003", {"src/b.py": "B-DONE\n"})
+    r = cli("dispatch", "--wave", "--json", cwd=repo, env=DEGRADED)
+    assert r.code == 0, r.stderr
+    assert [(t["task"], t["outcome"]) for t in json.loads(r.stdout)["tasks"]] == [
+        ("TASK-003", "applied")
+    ]
+    ran = [c for c in codex_runs(stubs)[runs:]]
+    assert all("(task-002)" not in " ".join(c["argv"]) for c in ran)  # never again
+    assert status_of(tasks_md, "TASK-002") == "Review"
+    assert status_of(tasks_md, "TASK-003") == "Review"
+    assert (repo / "src" / "a.py").read_text() == "A-DONE\n"

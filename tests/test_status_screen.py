@@ -355,6 +355,8 @@ def test_the_task_in_progress_and_its_attempt(shop: Path) -> None:
     assert data["next"] == "plan-build dispatch TASK-002 (resumes it)"
     assert data["tasks"]["in_progress"] == {
         "id": "TASK-002",
+        "wave": False,
+        "all": ["TASK-002"],
         "title": "Paginate the audit log",
         "attempt": 2,
         "role": "correction",

@@ -108,4 +108,7 @@ def worktree_list(repo: Path) -> list[str]:
 
 def wave_dirs(repo: Path) -> list[Path]:
     base = repo / ".git" / "plan-build" / "worktrees"
-    return sorted(p for p in base.glob("*/*")) if base.exists() else []
+    # (a task's own Codex folder, `.TASK-ID.codex`, lies beside its worktree)
+    return (
+        sorted(p for p in base.glob("*/*") if not p.name.startswith(".")) if base.exists() else []
+    )

@@ -55,7 +55,8 @@ class StrictArgument(Argument):
                 raise errors.usage(
                     f"{flag} cannot take {value!r}", f"see {flag} in --help"
                 ) from None
-            example = self.default if isinstance(self.default, int) else 1
+            # a default that means "not given" (0, -1) is no example of a value to give
+            example = self.default if isinstance(self.default, int) and self.default > 0 else 1
             raise errors.usage(
                 f"{flag} must be a whole number (got {value!r})",
                 f"give a number, e.g. {flag} {example}",
@@ -77,21 +78,22 @@ class StrictTask(Task[Any]):
 
 
 # A command whose positional argument a flag makes unnecessary (invoke has no optional
-# positionals): `dispatch --wave` runs every ready task, so it names none. The parser then
+# positionals): `dispatch --wave` runs every ready task, so it names none (and `--jobs`, which
+# belongs to a wave, is told so by the command rather than asked for a task id). The parser then
 # gets NO_VALUE in that place, which the task reads as "not given".
-OPTIONAL_POSITIONAL = {"dispatch": ("--wave", ("--jobs",))}
+OPTIONAL_POSITIONAL = {"dispatch": (("--wave", "--jobs"), ("--jobs",))}
 NO_VALUE = "\0none"
 
 
 def optional_positionals(argv: list[str]) -> list[str]:
     """`argv` with NO_VALUE where a command's positional may be left out and is."""
     out = list(argv)
-    for name, (flag, valued) in OPTIONAL_POSITIONAL.items():
+    for name, (flags, valued) in OPTIONAL_POSITIONAL.items():
         if name not in out:
             continue
         at = out.index(name)
         rest = out[at + 1 :]
-        if flag not in rest:
+        if not any(w == f or w.startswith(f + "=") for w in rest for f in flags):
             continue
         words = [
             w

@@ -170,7 +170,7 @@ def dispatch(  # noqa: PLR0917 - invoke maps each flag to a parameter
     dry_run: bool = False,
     json: bool = False,
     wave: bool = False,
-    jobs: int = 0,
+    jobs: int = -1,  # -1: not given (a given 0 is refused as out of range)
 ) -> None:
     """Run one approved TASKS.md task through Codex: scoped, verified, corrected at most twice.
 
@@ -181,7 +181,7 @@ def dispatch(  # noqa: PLR0917 - invoke maps each flag to a parameter
 
     session = Session.from_process()
     task_id = None if task_id == NO_VALUE else task_id
-    if wave or jobs:
+    if wave or jobs != -1:
         if not wave:
             raise errors.usage("--jobs works with --wave", "add --wave, or leave out --jobs")
         if task_id:
@@ -196,7 +196,7 @@ def dispatch(  # noqa: PLR0917 - invoke maps each flag to a parameter
 
         outcome = waves.run(
             session,
-            jobs=jobs or None,
+            jobs=None if jobs == -1 else jobs,
             dry_run=dry_run,
             accept_recipe=accept_recipe,
             on_interrupt=stopped if json else None,

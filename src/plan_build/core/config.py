@@ -39,6 +39,8 @@ SCHEMA: dict[str, Any] = {
     "review": {"codex_timeout": Seconds, "coderabbit_timeout": Seconds, "codex_model": str},
     "setup": {"marketplaces": {"agentmemory": str, "mattpocock": str}, "memory_wait": Seconds},
     "dispatch": {"byproducts": [str]},
+    # a wave's new worktrees: one setup command (an argv) run in each before Codex, bounded
+    "worktree": {"setup": [str], "timeout": Seconds},
 }
 
 

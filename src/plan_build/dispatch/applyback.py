@@ -14,10 +14,13 @@ Nothing is written unless every path can be applied.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from plan_build.core import hunks, proc
+from plan_build.core.errors import PlanBuildError
 from plan_build.core.fsutil import atomic_write
 from plan_build.core.gitrepo import Repo, git_argv, git_env
 
@@ -172,9 +175,64 @@ def apply(
     return result
 
 
+@dataclass
+class IgnoredBack:
+    brought: list[str] = field(default_factory=list)  # written into the user's tree
+    kept: list[str] = field(default_factory=list)  # left in the worktree (see `why`)
+
+
+def ignored_back(
+    user: Repo, wt: Repo, paths: Sequence[str], *, copied: Sequence[str], since_ns: int
+) -> IgnoredBack:
+    """Ignored files a verified task changed inside its scope (`paths`, relative), brought
+    into the user's tree by the same rule as tracked ones, a whole file at a time: a file the
+    user's tree lacks is written; a file the worktree got as a copy of the user's
+    (`.worktreeinclude`, `copied`) replaces the user's only when the user's has not changed
+    since the wave began (`since_ns`, its ctime). Anything else (the user changed it too, it
+    was removed, it is not a regular file, or it is behind a symbolic link) stays in the
+    worktree, named in `kept`."""
+    out = IgnoredBack()
+    for p in paths:
+        src = wt.root / p
+        try:
+            target = user.inside(user.root / p)
+            st = src.lstat()
+        except (OSError, PlanBuildError):
+            out.kept.append(p)
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            out.kept.append(p)
+            continue
+        try:
+            mine = target.lstat()
+        except FileNotFoundError:
+            mine = None
+        except OSError:
+            out.kept.append(p)
+            continue
+        if mine is not None and stat.S_ISREG(mine.st_mode) and _same(target, src):
+            continue  # nothing to bring
+        from_copy = any(p == c or p.startswith(c + "/") for c in copied)
+        if mine is not None and not (
+            from_copy and stat.S_ISREG(mine.st_mode) and mine.st_ctime_ns < since_ns
+        ):
+            out.kept.append(p)
+            continue
+        atomic_write(target, src.read_bytes(), mode=st.st_mode & 0o7777)
+        out.brought.append(p)
+    return out
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
 def _changed(repo: Repo, old: str, new: str) -> list[str]:
     out = _git_bytes(repo, "diff-tree", "-r", "--no-renames", "--name-only", "-z", old, new)
     return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
 
-__all__ = ["Applied", "apply"]
+__all__ = ["Applied", "IgnoredBack", "apply", "ignored_back"]

@@ -8,7 +8,7 @@ import contextlib
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from plan_build.core import proc, redact, snapshot
@@ -35,6 +35,38 @@ def tree(repo: Repo) -> str:
     """The work tree without TASKS.md: plan-build owns that file during a dispatch and
     checks Codex's edits to it byte for byte (TasksGuard)."""
     return snapshot.worktree_tree(repo, exclude=(*snapshot.TOOL_STATE, taskfile.FILENAME))
+
+
+def refs(repo: Repo) -> str:
+    """Every ref of the repository (shared by all its worktrees) and this work tree's HEAD,
+    as one text: a wave task's Codex must move none of them. plan-build's own refs (session
+    baselines) are left out: plan-build moves them itself."""
+    out = repo.git("for-each-ref", "--format=%(refname) %(objectname)").stdout
+    kept = [ln for ln in out.splitlines() if not ln.startswith("refs/plan-build/")]
+    head = repo.git("symbolic-ref", "-q", "HEAD", check=False).stdout.strip()
+    return "\n".join([f"HEAD {head or '-'} {repo.head() or '-'}", *kept])
+
+
+def refs_moved(old: str, new: str) -> list[str]:
+    """One line per ref that moved, appeared or disappeared between two `refs` texts."""
+    a = dict(ln.split(" ", 1) for ln in old.splitlines() if " " in ln)
+    b = dict(ln.split(" ", 1) for ln in new.splitlines() if " " in ln)
+    out = []
+    for name in sorted(a.keys() | b.keys()):
+        if a.get(name) != b.get(name):
+            was, now = a.get(name, "none"), b.get(name, "none")
+            out.append(f"{name} moved from {was[:80]} to {now[:80]}")
+    return out
+
+
+def check_refs(repo: Repo, before: str, attempt: Attempt) -> None:
+    """Record in `attempt` every ref of `repo` that moved since `before` (a `refs` text)."""
+    moved = refs_moved(before, refs(repo))
+    attempt.git_moves += [
+        f"the repository's {m} while this Codex ran (every worktree shares its refs: this "
+        "task moved it, or a task of the wave running beside it did)"
+        for m in moved
+    ]
 
 
 def before(repo: Repo) -> Before:
@@ -132,6 +164,7 @@ def run_codex(
     on_start: Callable[[int], None],
     cancel: threading.Event | None = None,
     on_line: Callable[[str], None] | None = None,
+    extra: Sequence[str] = (),
 ) -> None:
     """Run Codex for `attempt` (supervised, with the recipe's time limit) and record its exit,
     time, events and final message; its files go to `run_dir`. `env` is the session's, for
@@ -141,7 +174,7 @@ def run_codex(
     with contextlib.suppress(FileNotFoundError):
         out.unlink()  # codex keeps an old file's content when it fails
     (run_dir / f"attempt-{attempt.number}.prompt.md").write_text(prompt, encoding="utf-8")
-    argv = codex_argv(recipe, attempt.role, out, prompt)
+    argv = codex_argv(recipe, attempt.role, out, prompt, extra)
     # the `--json` stream goes straight to the run folder and is read from there a line at a
     # time: it can be large (every command's output), and is never held whole in memory
     events = events_path(run_dir, attempt.number)

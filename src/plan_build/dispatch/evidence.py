@@ -253,6 +253,18 @@ def next_step(status: str, reason: str, task_id: str, platform: str = sys.platfo
             "ask the user whether to revise the architecture, scope or acceptance criteria; "
             "start no dependent task"
         )
+    if reason == "setup_failed":
+        return (
+            "fix the worktree setup (worktree.setup in .plan-build.yaml; its output is named "
+            f"above), set {task_id} back to Pending, then run plan-build dispatch --wave"
+        )
+    if reason == "environment":
+        return (
+            "bring what the verification needs into the worktree (.worktreeinclude, "
+            "worktree.symlinkDirectories in .claude/settings.json, or worktree.setup in "
+            f".plan-build.yaml), or run the task alone: plan-build dispatch {task_id}; its "
+            "result is in the kept worktree"
+        )
     if reason == "git_state":
         return "inspect git log and git status; undo what Codex committed or staged yourself"
     if reason == "no_change":

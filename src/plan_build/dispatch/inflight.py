@@ -65,6 +65,10 @@ class InFlight:
         self.guard = codex.TasksGuard(self.codex_plan)  # TASKS.md as it was when Codex started
         self.byproducts = Byproducts()
         self.codex_env: dict[str, str] = dict(self.env)
+        self.alongside: frozenset[str] = frozenset()  # the tasks of its wave, beside it
+        self.codex_flags: list[str] = []  # a wave task's own sandbox settings (ADR 0197)
+        # a wave: the user's refs (and HEAD) before the running Codex, to catch a move of them
+        self.refs_before: str | None = None
         self.baseline: str | None = None  # the tree the dispatch began from (without TASKS.md)
         self.last_event = ""  # Codex's latest --json event, for a wave's progress line
         self.stopped_by: str | None = None  # a wave's Ctrl-C, said when `cancel` stops a run
@@ -92,7 +96,13 @@ class InFlight:
 
     def context(self, tf: TaskFile, task: Task) -> dict[str, Any]:
         return prompts.context(
-            tf, task, root=self.repo.root, env=self.env, mode=self.mode, slot=self.slot
+            tf,
+            task,
+            root=self.repo.root,
+            env=self.env,
+            mode=self.mode,
+            slot=self.slot,
+            alongside=self.alongside,
         )
 
     def update(self, status: str | None, block: str) -> None:

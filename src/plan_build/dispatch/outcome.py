@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import time
 
-from plan_build.core import interrupts
+from plan_build.core import interrupts, redact
 from plan_build.core.errors import PlanBuildError
+from plan_build.core.render import fence
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import report, taskfile, taskstate
 from plan_build.dispatch.evidence import (
@@ -125,3 +126,43 @@ def failed(d: InFlight, task: Task, exc: PlanBuildError) -> None:
         taskstate.record_end(d.plan_home, task.id, last)
     with contextlib.suppress(Exception):
         d.log(d.dispatch_record(task, BLOCKED, "error"))
+
+
+def setup_failed(d: InFlight, task: Task, why: str, output: str, log: str) -> DispatchResult:
+    """A wave's worktree setup command failed before any Codex run: Blocked `setup_failed`,
+    the output's last lines in the evidence, the whole output in `log` (as shown: relative
+    to the user's work tree)."""
+    block = final_block(
+        d.header,
+        task_id=task.id,
+        status=BLOCKED,
+        reason="setup_failed",
+        attempts=[],
+        max_attempts=d.max_attempts,
+        changed=[],
+        seconds=time.monotonic() - d.started,
+        env=d.env,
+    )
+    shown = redact.redact(output.strip() or "(no output)", d.env)[0]
+    detail = [f"- {why}; its output (last lines; all of it in `{log}`):"]
+    detail += ["    " + ln for ln in fence(shown).splitlines()]
+    head, _, rest = block.partition("\n- Next:")
+    block = head + "\n" + "\n".join(detail) + "\n- Next:" + rest
+    block = evidence_text(block, d.repo.root, d.session.home)
+    with contextlib.suppress(PlanBuildError, OSError):
+        d.run_dir.mkdir(parents=True, exist_ok=True)
+        (d.run_dir / "evidence.md").write_text(block, encoding="utf-8")
+    with contextlib.suppress(PlanBuildError):
+        d.update(BLOCKED, block)
+    tail_line = " · ".join(ln.strip() for ln in shown.splitlines()[-3:] if ln.strip())
+    last = {
+        "dispatch": d.dispatch_id,
+        "status": BLOCKED,
+        "reason": "setup_failed",
+        "detail": f"{why}: {tail_line}"[:400],
+    }
+    with contextlib.suppress(PlanBuildError, OSError):
+        taskstate.record_end(d.plan_home, task.id, last)
+    with contextlib.suppress(Exception):
+        d.log(d.dispatch_record(task, BLOCKED, "setup_failed"))
+    return d.result(BLOCKED, "setup_failed", [])

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from plan_build.core.config import FILENAME, Config
-from plan_build.core.errors import usage
+from plan_build.core.errors import PlanBuildError, usage
 from plan_build.core.fsutil import BYTEWISE, NameRules
 from plan_build.core.gitrepo import Repo
 from plan_build.dispatch import taskfile, taskstate
@@ -93,12 +93,21 @@ def check(repo: Repo, tf: TaskFile, task: Task, alongside: frozenset[str] = froz
     running = [
         t for t in tf.tasks if t.status == IN_PROGRESS and t.id != task.id and t.id not in alongside
     ]
+    waved = wave_tasks(repo)
+    if task.id in waved and not alongside:
+        raise usage(
+            f"{task.id} belongs to a wave ({waved[task.id]}); a dispatch of it alone would "
+            "take the other tasks' records and files for its own",
+            "resume the wave: plan-build dispatch --wave",
+        )
     if running:
         other = running[0]
+        again = (
+            "plan-build dispatch --wave" if other.id in waved else f"plan-build dispatch {other.id}"
+        )
         raise usage(
             f"{other.id} is In Progress; only one task may be",
-            f"finish {other.id} first; if its dispatch was interrupted, resume it with: "
-            f"plan-build dispatch {other.id}",
+            f"finish {other.id} first; if its dispatch was interrupted, resume it with: {again}",
         )
     if task.status == BLOCKED:
         last = taskstate.last(repo, task.id)
@@ -109,6 +118,19 @@ def check(repo: Repo, tf: TaskFile, task: Task, alongside: frozenset[str] = froz
                 "revise its scope, prompt or acceptance criteria in TASKS.md (after the "
                 "user approves), then dispatch it again",
             )
+
+
+def wave_tasks(repo: Repo) -> dict[str, str]:
+    """The tasks of this work tree's wave (running or stopped) that it has not finished:
+    task → its state in the wave's record."""
+    from plan_build.dispatch import wavestate
+
+    try:
+        record = wavestate.read(repo)
+    except PlanBuildError:
+        return {}
+    tasks = record.get("tasks") or {}
+    return {t: str(tasks[t].get("state")) for t in wavestate.unfinished(record)}
 
 
 def byproducts(cfg: Config, names: NameRules = BYTEWISE) -> Byproducts:

@@ -41,12 +41,17 @@ def _listing(tasks: list[Task]) -> str:
     return "; ".join(shown)
 
 
-def checkpoint_summary(tf: TaskFile, current: Task) -> dict[str, str]:
+def checkpoint_summary(
+    tf: TaskFile, current: Task, alongside: frozenset[str] = frozenset()
+) -> dict[str, str]:
+    """`alongside`: the tasks of the same wave, in flight beside this one whatever their
+    Status says yet (never "next")."""
     others = [t for t in tf.tasks if t.id != current.id]
-    nxt = next((t for t in others if t.status == PENDING), None)
+    nxt = next((t for t in others if t.status == PENDING and t.id not in alongside), None)
+    flying = [t for t in others if t.status in (IN_PROGRESS, REVIEW) or t.id in alongside]
     return {
         "complete": _listing([t for t in others if t.status == COMPLETE]),
-        "in_flight": _listing([t for t in others if t.status in (IN_PROGRESS, REVIEW)]),
+        "in_flight": _listing(flying),
         "blocked": _listing([t for t in others if t.status == BLOCKED]),
         "next": f"{nxt.id} {nxt.title}" if nxt else "",
     }
@@ -60,6 +65,7 @@ def context(
     env: Mapping[str, str],
     mode: str,
     slot: memslot.SlotRead,
+    alongside: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """What the task prompt template is rendered from."""
     spec = root / "SPEC.md"
@@ -81,7 +87,7 @@ def context(
         "commands": [c.text for c in task.commands],
         "scope": list(task.scope),
         "scope_marker": SCOPE_MARKER,
-        "checkpoint": checkpoint_summary(tf, task),
+        "checkpoint": checkpoint_summary(tf, task, alongside),
         "previous": {
             "count": len(task.blocks),
             "last_outcome": task.blocks[-1].outcome if task.blocks else None,
@@ -151,5 +157,9 @@ def render_prompt(
     return text
 
 
-def codex_argv(recipe: recipes.Recipe, role: str, out: Path, prompt: str) -> list[str]:
-    return ["codex", "exec", *recipe.codex_flags(role), "--json", "-o", str(out), prompt]
+def codex_argv(
+    recipe: recipes.Recipe, role: str, out: Path, prompt: str, extra: Sequence[str] = ()
+) -> list[str]:
+    """`extra`: a wave task's own sandbox settings, after the recipe's."""
+    flags = [*recipe.codex_flags(role), *extra]
+    return ["codex", "exec", *flags, "--json", "-o", str(out), prompt]

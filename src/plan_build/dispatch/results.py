@@ -29,6 +29,9 @@ REASONS = {
     "sandbox_unavailable": "Codex's sandbox could not start, so none of its commands ran",
     "error": "plan-build stopped on an error",
     "no_change": "Codex made no change in two attempts in a row while verification fails",
+    "setup_failed": "the worktree setup command (worktree.setup) failed, so Codex never ran",
+    "environment": "verification needs what the wave's worktree lacks (a path git ignores in "
+    "your work tree): the environment's failure, not the task's",
 }
 
 

@@ -92,6 +92,10 @@ class Dispatcher:
         self.on_interrupt = on_interrupt
         self.lock: Lock | None = None
         self.on_group: Callable[[int], None] | None = None  # a wave records the group itself
+        # a wave's worktree: folders linked to the user's (their writes are checked there),
+        # and paths the verification needs that the worktree lacks (ADR 0196)
+        self.linked: tuple[str, ...] = ()
+        self.env_gaps: list[str] = []
 
     def _started(self, pgid: int) -> None:
         if self.lock is not None:
@@ -135,6 +139,10 @@ class Dispatcher:
             byproducts=d.byproducts,
             guard=d.guard,
         )
+        if d.plan_repo is not None:  # a wave: the shared refs, writes through links
+            from plan_build.dispatch.worktreeprep import check_wave_attempt
+
+            check_wave_attempt(d, a, scope, self.linked, ignored)
         report.say_attempt(d.console, a)
 
     # -- the run --------------------------------------------------------------------
@@ -143,6 +151,7 @@ class Dispatcher:
         """The checks before anything changes, and the rendered prompt. `alongside` names the
         tasks of the same wave, which may be In Progress beside this one."""
         d = self.flight
+        d.alongside = alongside - {d.task_id}
         tf, task = preconditions.load(d.path, d.task_id)
         preconditions.check(d.plan_home, tf, task, alongside=alongside)
         if proc.which("codex", d.env) is None:
@@ -237,6 +246,8 @@ class Dispatcher:
         status, reason = BLOCKED, "interrupted"
         try:
             status, reason = self._attempts(tf, task, scope, prompt)
+            if status == BLOCKED and reason in ("corrections_exhausted", "no_change"):
+                reason = self._environment(reason)
         except PlanBuildError as exc:
             if isinstance(exc, proc.CommandCancelled):
                 outcome.interrupted(self.flight, task, exc)
@@ -250,6 +261,18 @@ class Dispatcher:
                     self.on_interrupt(self.flight.result(IN_PROGRESS, "interrupted", []))
             raise
         return outcome.finish(self.flight, task, status, reason, baseline)
+
+    def _environment(self, reason: str) -> str:
+        """A verification that failed for want of what git ignores in the user's tree (a wave's
+        worktree lacks it) is the environment's failure, not the task's."""
+        from plan_build.dispatch.worktreeprep import environment_note
+
+        d = self.flight
+        note = environment_note(d.repo.root, self.env_gaps)
+        if note is None or not d.attempts:
+            return reason
+        d.attempts[-1].notes.append(note)
+        return "environment"
 
     def _dead_attempt(self, task: Task, scope: Scope) -> tuple[str, str] | None:
         """A resumed dispatch first checks what happened since the dead run's last Codex run
@@ -303,6 +326,8 @@ class Dispatcher:
             ignored=taskstate.ignored_for_resume(ignored),
             usage_sum=d.usage_so_far(),  # the finished runs' tokens, for `status`
         )
+        if d.plan_repo is not None:  # a wave: the user's refs are the worktree's too
+            d.refs_before = codex.refs(d.plan_repo)
         d.console.say(f"  attempt {number} · {role} ({r.model}, {r.reasoning}) …")
         d.phase = f"attempt {number} (codex)"
         codex.run_codex(
@@ -318,6 +343,7 @@ class Dispatcher:
             on_start=self._started,
             cancel=d.cancel,
             on_line=d.codex_line if d.plan_repo is not None else None,
+            extra=d.codex_flags,
         )
         return attempt, before, ignored
 

@@ -10,6 +10,10 @@ meets nothing the user or an earlier task changed meanwhile; otherwise the task 
 Review with the conflict named and its worktree kept. The wave's record (`wavestate`) says
 what ran where, so Ctrl-C or a SIGKILL leaves nothing running and a rerun resumes only the
 unfinished tasks.
+
+Over 400 lines on purpose: one task's path through a wave (its worktree and its readiness,
+its dispatch, its setup, applying its result, resuming it) shares the wave's state, lock and
+cancel event; split across modules, each piece would take the whole `Wave` anyway.
 """
 
 from __future__ import annotations
@@ -30,16 +34,20 @@ from plan_build.core.errors import ExitCode, PlanBuildError, usage
 from plan_build.core.gitrepo import Repo
 from plan_build.dispatch import (
     applyback,
+    outcome,
     preconditions,
     taskfile,
     taskstate,
+    waveisolation,
     waveplan,
     wavestate,
+    worktreeprep,
     worktrees,
 )
 from plan_build.dispatch import attempt as codex
 from plan_build.dispatch import recipe as recipes
-from plan_build.dispatch.inflight import InFlight
+from plan_build.dispatch.evidence import tail
+from plan_build.dispatch.inflight import WRITING, InFlight
 from plan_build.dispatch.runner import Dispatcher
 from plan_build.dispatch.scope import Byproducts
 from plan_build.dispatch.taskmodel import IN_PROGRESS, REVIEW, Task
@@ -47,6 +55,8 @@ from plan_build.dispatch.waveprogress import WaveProgress, heartbeat_every
 from plan_build.dispatch.waveresult import TaskRun, WaveResult
 
 APPLYING = threading.Lock()  # one result at a time goes into the user's work tree
+SETUP_TAIL_LINES = 15
+SETUP_TAIL_CHARS = 2_000
 
 
 class Wave:
@@ -72,6 +82,10 @@ class Wave:
         self.start_tree = ""
         self.ids: frozenset[str] = frozenset()
         self.progress: WaveProgress | None = None
+        self.prep = worktreeprep.Prep()
+        self.ports: set[int] = set()
+        self.said: set[str] = set()  # notes said once per wave
+        self.started_ns = 0  # when the wave took its snapshot (for ignored files' ctimes)
 
     # -- the plan ---------------------------------------------------------------------
 
@@ -82,7 +96,7 @@ class Wave:
         left = [tf.get(t) for t in wavestate.unfinished(record)]
         resume = [t for t in left if t is not None and t.status in (IN_PROGRESS, REVIEW)]
         if resume:
-            return waveplan.WavePlan(run=resume), True
+            return self._warned(waveplan.WavePlan(run=resume)), True
         others = [t.id for t in tf.tasks if t.status == IN_PROGRESS]
         if others:
             raise usage(
@@ -90,34 +104,44 @@ class Wave:
                 "outside a wave",
                 f"finish or resume it first: plan-build dispatch {others[0]}",
             )
-        return waveplan.plan(tf, jobs=self.jobs, names=self.user.names), False
+        return self._warned(waveplan.plan(tf, jobs=self.jobs, names=self.user.names)), False
+
+    def _warned(self, plan: waveplan.WavePlan) -> waveplan.WavePlan:
+        """The plan with a warning for each task whose verification needs what git ignores
+        and nothing configured brings into its worktree."""
+        for t in plan.run:
+            found = worktreeprep.gaps(self.user, t, self.prep)
+            if found:
+                plan.warnings.append((t, worktreeprep.gap_words(found)))
+        return plan
 
     # -- one task ---------------------------------------------------------------------
 
-    def _worktree(self, tid: str) -> Repo:
+    def _worktree(self, tid: str) -> tuple[Repo, bool]:
+        """The task's worktree: the kept one of a stopped wave (False), else a new one (True),
+        filled by `worktreeprep` (copies, links, submodules) before its setup runs."""
         entry = self.state.task(tid)
         kept = Path(str(entry["worktree"])) if entry.get("worktree") else None
         found = worktrees.open_existing(self.user, kept) if kept else None
-        if found is not None:
-            return found
-        if kept is not None and kept.exists():  # half made when the wave stopped
+        if found is not None and entry.get("start"):
+            return found, False
+        if kept is not None and kept.exists():  # half made (or never set up) when it stopped
             worktrees.remove(self.user, kept)
         if entry:  # its worktree is gone: what it ran cannot be resumed, so it starts over
             saved = taskstate.read(self.user, tid)
             taskstate.write(self.user, tid, {k: v for k, v in saved.items() if k != "running"})
         path = worktrees.where(self.user, self.state.wave_id, tid)
-        self.state.set(tid, worktree=str(path), state="running")  # named before it exists
+        self.state.set(tid, worktree=str(path), state="running", start=None)  # named first
         made = worktrees.create(self.user, self.state.wave_id, tid, self.start_tree)
-        # what the task's change is counted from when it is applied, whatever its dispatch
-        # records (a dispatch begun again in this worktree would start from its own result)
-        self.state.set(tid, start=codex.tree(made))
-        return made
+        ready = worktreeprep.prepare(self.user, made, self.prep)
+        self.state.set(tid, linked=ready.linked, copied=ready.copied)
+        return made, True
 
-    def _session(self, wt: Repo, task_id: str) -> Session:
+    def _session(self, wt: Repo, task_id: str, port: int) -> Session:
         console = self.progress.relay(task_id) if self.progress else self.session.console
         s = Session(
             cwd=wt.root,
-            env=self.session.env,
+            env=worktreeprep.task_env(self.session.env, self.user, wt, task_id, port),
             console=console,
             ui=self.session.ui,
             resources=self.session.resources,
@@ -161,23 +185,45 @@ class Wave:
         """The task's dispatch in its worktree; a verified result is then applied."""
         run.state = "creating worktree"
         began = time.monotonic()
-        wt = self._worktree(task.id)
+        wt, new = self._worktree(task.id)
         run.worktree_seconds = time.monotonic() - began
         run.worktree = str(wt.root)
-        self.state.set(task.id, worktree=str(wt.root), state="running")
+        entry = self.state.task(task.id)
+        port = int(entry.get("port") or 0) or worktreeprep.free_port(self.ports)
+        self.state.set(task.id, worktree=str(wt.root), state="running", port=port)
         disp = Dispatcher(
-            self._session(wt, task.id),
+            self._session(wt, task.id, port),
             task.id,
             self.recipe,
             plan_repo=self.user,
             cancel=self.cancel,
         )
         disp.on_group = lambda pgid: self.state.group(task.id, pgid)
+        disp.linked = tuple(str(x) for x in entry.get("linked") or [])
+        disp.env_gaps = worktreeprep.gaps(
+            self.user, task, self.prep, [str(x) for x in entry.get("copied") or []]
+        )
         run.flight = d = disp.flight
         run.state = "starting"
         tf, t, prompt = disp.prepare(alongside=self.ids)
+        own = waveisolation.codex_setting(self.user, wt, d.env, self.session.home)
+        d.codex_env.update(own.env)
+        d.codex_flags = own.flags
+        for note in own.notes:
+            if note not in self.said:
+                self.said.add(note)
+                self._say(f"plan-build: note: {note}")
         if self.cancel.is_set():
             raise proc.CommandCancelled(["codex"])
+        if new:
+            if self.prep.setup:
+                run.state = d.phase = "worktree setup"
+            if not self._setup(run, disp, t, wt):
+                return
+            d.phase = "starting"
+            # what the task's change is counted from when it is applied, whatever its
+            # dispatch records (a dispatch begun again here would start from its own result)
+            self.state.set(task.id, start=codex.tree(wt))
         try:
             result = disp.loop(tf, t, prompt)
         except proc.CommandCancelled:
@@ -193,6 +239,24 @@ class Wave:
             return
         start = self.state.task(task.id).get("start")
         self._verified(run, wt, str(start or d.baseline), d.byproducts, d)
+
+    def _setup(self, run: TaskRun, disp: Dispatcher, task: Task, wt: Repo) -> bool:
+        """The project's setup command in the new worktree; False when it failed (the task
+        is then Blocked `setup_failed`, with no Codex run spent)."""
+        d = disp.flight
+        log = wavestate.folder(self.user) / "setup" / f"{self.state.wave_id}-{task.id}.log"
+        done = worktreeprep.run_setup(
+            self.prep, wt, d.env, log, cancel=self.cancel, on_start=disp._started
+        )
+        if done is None or done.ok:
+            return True
+        why = worktreeprep.setup_why(done, self.prep)
+        output = tail(done.stdout + done.stderr, SETUP_TAIL_LINES, SETUP_TAIL_CHARS)
+        run.result = outcome.setup_failed(d, task, why, output, self._shown(str(log)))
+        run.outcome, run.why = "blocked", f"setup_failed: {why}"
+        self.state.set(task.id, state="blocked", why=run.why, log=str(log))
+        self._say(f"plan-build: {task.id} Blocked · {why} (output: {self._shown(str(log))})")
+        return False
 
     def _verified(
         self, run: TaskRun, wt: Repo, base: str, byproducts: Byproducts, d: InFlight | None
@@ -228,12 +292,16 @@ class Wave:
         paths = [str(p) for p in entry.get("paths") or []]
         with APPLYING:
             try:
+                # TASKS.md's atomic replace leaves a temporary file beside it for a moment,
+                # which a snapshot taken meanwhile would name and then fail to read
+                with WRITING:
+                    now = codex.tree(self.user)
                 got = applyback.apply(
                     self.user,
                     task_id=run.task_id,
                     base=str(entry["base"]),
                     end=str(entry["end"]),
-                    now=codex.tree(self.user),
+                    now=now,
                     paths=paths,
                     applied_by=self.applied_by,
                 )
@@ -249,7 +317,23 @@ class Wave:
                 "file(s)"
                 + (": " + ", ".join(f"`{p}`" for p in got.paths[:12]) if got.paths else "")
             )
+            kept = self._ignored_back(run, d, entry)
+            if kept.brought:
+                note += "\n- Ignored by git, brought back too: " + ", ".join(
+                    f"`{p}`" for p in kept.brought[:12]
+                )
+            if kept.kept:
+                note += (
+                    "\n- Ignored by git, changed in scope and NOT brought back (your copy "
+                    "changed too, or it is not a plain file): "
+                    + ", ".join(f"`{p}`" for p in kept.kept[:12])
+                    + f"; they stay in the worktree `{self._shown(run.worktree)}`"
+                )
             self._note(d, note)
+            if kept.kept:
+                run.why = "ignored files kept in its worktree: " + ", ".join(kept.kept[:6])
+                self.state.set(run.task_id, state="ignored_kept", why=run.why)
+                return
             self.state.set(run.task_id, state="applied")
             if run.worktree:
                 worktrees.remove(self.user, Path(run.worktree))
@@ -263,6 +347,36 @@ class Wave:
         self._note(d, note)
         self.state.set(run.task_id, state="conflict", why=run.why)
         self._say(f"plan-build: {run.task_id} stays in Review, not applied: {run.why}")
+
+    def _ignored_back(
+        self, run: TaskRun, d: InFlight | None, entry: dict[str, Any]
+    ) -> applyback.IgnoredBack:
+        """The task's in-scope edits of ignored files, brought back or kept (never lost)."""
+        entry = {**self.state.task(run.task_id), **entry}
+        linked = [str(x) for x in entry.get("linked") or []]
+        copied = [str(x) for x in entry.get("copied") or []]
+        wt = worktrees.open_existing(self.user, Path(run.worktree)) if run.worktree else None
+        if d is not None:
+            paths = [p for a in d.attempts for p in a.ignored]
+        elif wt is not None:  # resumed after its dispatch ended: every ignored file there
+            found = snapshot.ignored_files(wt)
+            brought = [*linked, *copied]
+            paths = [*found.files, *(x for x in found.dirs if x not in brought)]
+        else:
+            paths = []
+        paths = [
+            p
+            for p in dict.fromkeys(paths)
+            if not any(p == n or p.startswith(n + "/") for n in linked)
+        ]
+        if not paths:
+            return applyback.IgnoredBack()
+        if wt is None:
+            return applyback.IgnoredBack(kept=paths)
+        with APPLYING:
+            return applyback.ignored_back(
+                self.user, wt, paths, copied=copied, since_ns=self.started_ns
+            )
 
     def _shown(self, path: str) -> str:
         try:
@@ -284,6 +398,12 @@ class Wave:
 
     def run(self, *, dry_run: bool) -> WaveResult:
         console = self.session.console
+        if self.user.head() is None:
+            raise usage(
+                "a wave needs a commit to create its worktrees from, and this repository has none",
+                "commit once (git commit), then run plan-build dispatch --wave again",
+            )
+        self.prep = worktreeprep.configured(self.user, self.session.config, self.session.home)
         if dry_run:
             plan, resumed = self.plan()
             console.say("plan-build: wave (dry run):")
@@ -292,6 +412,12 @@ class Wave:
             return WaveResult("", plan, [], resumed, dry_run=True)
         if proc.which("codex", self.session.env) is None:
             raise proc.CommandNotFound("codex")
+        early, resumed = self.plan()  # read again under the lock below
+        if not early.run and not resumed:  # nothing to run: no id, no lock, no pin written
+            console.say("plan-build: no task is ready to run")
+            for line in early.lines():
+                console.say(line)
+            return WaveResult("", early, [], False)
         recipes.check_pinned(
             self.user.state_dir, self.recipe, accept=self.accept_recipe, task_id="--wave"
         )
@@ -318,6 +444,7 @@ class Wave:
             self.ids = frozenset(t.id for t in plan.run)
             self.runs = {t.id: TaskRun(t.id) for t in plan.run}
             result.runs = list(self.runs.values())
+            self.started_ns = time.time_ns()
             self.start_tree = snapshot.worktree_tree(self.user)
             try:
                 with interrupts.stopping():
@@ -368,7 +495,7 @@ class Wave:
         for r in result.runs:
             where = (
                 f" (worktree kept: {self._shown(r.worktree)})"
-                if r.worktree and r.outcome != "applied"
+                if r.worktree and (r.outcome != "applied" or r.why)
                 else ""
             )
             status = r.result.status if r.result else "-"

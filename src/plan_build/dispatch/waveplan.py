@@ -74,12 +74,15 @@ class WavePlan:
     later: list[tuple[Task, str]] = field(default_factory=list)
     # tasks that cannot run yet at all: (task, why)
     waiting: list[tuple[Task, str]] = field(default_factory=list)
+    # tasks that run now but whose verification needs what a worktree lacks: (task, why)
+    warnings: list[tuple[Task, str]] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """What the plan says, one line per task."""
         out = [f"  runs now: {t.id}: {t.title}" for t in self.run]
         out += [f"  next wave: {t.id}: {why}" for t, why in self.later]
         out += [f"  not ready: {t.id}: {why}" for t, why in self.waiting]
+        out += [f"  warning: {t.id}: {why}" for t, why in self.warnings]
         return out
 
     def as_json(self) -> dict[str, object]:
@@ -87,6 +90,7 @@ class WavePlan:
             "run": [t.id for t in self.run],
             "later": [{"task": t.id, "why": why} for t, why in self.later],
             "waiting": [{"task": t.id, "why": why} for t, why in self.waiting],
+            "warnings": [{"task": t.id, "why": why} for t, why in self.warnings],
         }
 
 

@@ -24,7 +24,8 @@ from plan_build.core.gitrepo import Repo
 
 # `verified`: the task passed, and the wave stopped before its result was applied
 UNFINISHED = ("running", "interrupted", "verified")
-KEPT = ("conflict", "blocked", "interrupted", "running", "verified")
+# `ignored_kept`: applied, but in-scope edits of ignored files could not be brought back
+KEPT = ("conflict", "blocked", "interrupted", "running", "verified", "ignored_kept")
 
 
 def key(repo: Repo) -> str:

@@ -91,6 +91,11 @@ def remove(repo: Repo, path: Path) -> None:
             with contextlib.suppress(PlanBuildError, OSError):
                 repo.git("worktree", "prune", check=False)
     with contextlib.suppress(OSError):
+        # the task's own Codex home and temporary folder (worktreeprep.codex_dir)
+        own = path.parent / f".{path.name}.codex"
+        if own.is_dir() and not own.is_symlink() and base(repo) in own.parents:
+            shutil.rmtree(own)
+    with contextlib.suppress(OSError):
         path.parent.rmdir()  # the wave's folder, once its last worktree is gone
 
 

@@ -126,9 +126,12 @@ def what_is_missing(
     nexts: list[str] = []
     p = t.in_progress
     if p is not None and p.running is False:
-        nexts.append(f"plan-build dispatch {p.id} (resumes it)")
+        if p.wave:
+            nexts.append("plan-build dispatch --wave (resumes the stopped wave)")
+        else:
+            nexts.append(f"plan-build dispatch {p.id} (resumes it)")
     elif p is not None and p.running:
-        nexts.append(f"wait for the dispatch of {p.id} to end")
+        nexts.append(f"wait for the {'wave' if p.wave else 'dispatch'} of {p.id} to end")
     for refusal in sorted(refused, key=lambda x: _order(x.kind)):
         command = refusal.next
         if refusal.kind == "review" and r.status == "active" and r.next:

@@ -29,10 +29,15 @@ class InProgress:
     role: str | None
     running: bool | None  # its dispatch process is alive (None: no dispatch state)
     usage: codexusage.Summed | None = None  # its finished runs' tokens (None: not recorded)
+    wave: bool = False  # one of a wave's unfinished tasks: `dispatch --wave` resumes it
+    # every task In Progress (a wave runs several at once), this one first
+    all_ids: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "wave": self.wave,
+            "all": list(self.all_ids or (self.id,)),
             "title": self.title,
             "attempt": self.attempt,
             "role": self.role,
@@ -76,6 +81,15 @@ def kept_worktrees(repo: Repo) -> tuple[tuple[str, str, str], ...]:
         return tuple(wavestate.kept(repo))
     except (OSError, PlanBuildError):
         return ()
+
+
+def _wave_tasks(repo: Repo) -> list[str]:
+    from plan_build.dispatch import wavestate
+
+    try:
+        return wavestate.unfinished(wavestate.read(repo))
+    except (OSError, PlanBuildError):
+        return []
 
 
 def _running(
@@ -124,6 +138,8 @@ def _last_dispatch(
                 "reason": last.get("reason"),
                 "at": at,
             }
+            if isinstance(last.get("detail"), str):  # e.g. a failed worktree setup's output
+                newest["detail"] = last["detail"]
     return newest, tuple(usage)
 
 
@@ -144,7 +160,17 @@ def tasks(repo: Repo) -> TaskFacts:
         current = None
         if busy:
             attempt, role, alive, used = _running(repo, busy[0].id)
-            current = InProgress(busy[0].id, busy[0].title, attempt, role, alive, used)
+            waved = _wave_tasks(repo)
+            current = InProgress(
+                busy[0].id,
+                busy[0].title,
+                attempt,
+                role,
+                alive,
+                used,
+                wave=busy[0].id in waved,
+                all_ids=tuple(t.id for t in busy),
+            )
         last, usage = _last_dispatch(repo, [t.id for t in tf.tasks])
         return TaskFacts(
             present=True,

@@ -215,11 +215,16 @@ def _tasks(f: StatusFacts) -> list[str]:
         if p.usage is not None and p.usage.runs:
             attempt += f" · {codexusage.short_sum(p.usage)} so far"
         lines.append(f"  in progress: {p.id} {p.title} · {attempt}")
+        if len(p.all_ids) > 1:
+            lines.append(f"  in progress together (a wave): {', '.join(p.all_ids)}")
         if p.running is False:
-            lines.append(f"  its dispatch is not running: plan-build dispatch {p.id} resumes it")
+            again = "plan-build dispatch --wave" if p.wave else f"plan-build dispatch {p.id}"
+            lines.append(f"  its dispatch is not running: {again} resumes it")
     elif t.last_dispatch:
         d = t.last_dispatch
         lines.append(f"  last dispatch: {d['task']} → {d['status']} ({d['reason']})")
+        if d.get("detail"):
+            lines.append(f"    {d['detail']}")
     if t.usage:
         shown = [f"{task} {codexusage.short_sum(used)}" for task, used in t.usage[:MAX_USAGE]]
         more = len(t.usage) - MAX_USAGE
