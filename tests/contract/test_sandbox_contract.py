@@ -27,7 +27,11 @@ pytestmark = pytest.mark.contract
 PB = shlex.join([sys.executable, "-m", "plan_build"])
 READ_ONLY = "Read-only file system"
 
-SCRIPT = "git commit -qam from-a-script --allow-empty\n"
+SCRIPT = "#!/bin/sh\\ngit commit -qam from-a-script --allow-empty\\n"
+DETACHED = (
+    f"setsid -f sh -c \"printf 'y\\n' | env -u CLAUDECODE script -qec '{PB} commit --message x' "
+    '/dev/null > /dev/null 2>&1"; sleep 3'
+)
 ATTACKS = [
     # wrappers and pipes that feed words to git
     "echo commit -qam x --allow-empty | xargs git",
@@ -38,7 +42,8 @@ ATTACKS = [
     "script -qc ./x.sh /dev/null",
     # programs that build the words at run time
     "python3 -c \"import subprocess as s; s.run(['gi'+'t', 'com'+'mit', '-qam', 'x'])\"",
-    "node -e \"require('child_process').spawnSync('gi'+'t', ['com'+'mit','-qam','x'])\"",
+    "node -e \"require('child_process').spawnSync('gi'+'t', ['com'+'mit','-qam','x'], "
+    "{stdio: 'inherit'})\"",
     "printf 'all:\\n\\tgit commit -qam mk --allow-empty\\n' > other.mk && make -f other.mk",
     # git running a program for you
     "printf '#!/bin/sh\\ngit update-ref refs/heads/main HEAD~0\\n' > ext.sh && chmod +x ext.sh "
@@ -48,14 +53,13 @@ ATTACKS = [
     "cd .git && cp ../x.sh hooks/post-checkout",
     # commits and pushes without the words
     "git reset --soft $(git commit-tree -m x HEAD^{tree})",
-    "git update-ref refs/heads/main $(git hash-object -t commit --stdin -w </dev/null)",
+    "git update-ref refs/heads/agent HEAD",
     'git -C ../remote.git fetch -q "$PWD" HEAD:refs/heads/x',
     "git config core.hooksPath hooks",
     # plan-build's approvals and records
     "mkdir -p .git/plan-build/approvals && echo '{}' > .git/plan-build/approvals/forged.json",
     # a detached commit with a faked terminal and a cleaned environment
-    f"setsid -f sh -c \"printf 'y\\n' | env -u CLAUDECODE script -qec '{PB} commit --message x' "
-    '/dev/null > /dev/null 2>&1"; sleep 3',
+    DETACHED,
     # destroying the user's work through git (issue 37): these take the index lock
     "git stash",
     "git reset --hard",
@@ -127,10 +131,15 @@ def test_the_sandbox_alone_keeps_every_class_away_from_git_state(lab: Lab, mode:
     assert git_state(repo, remote) == before
     assert (repo / "README.md").read_text() == "# the user's unstaged edit\n"
     assert "app.py" in git(repo, "diff", "--cached", "--name-only")
-    told = [c for c in ATTACKS if READ_ONLY in results[c]]
-    # the model is told why wherever the command's own output reaches it (the detached one
-    # and the pipes that swallow git's message are proved by the state above)
-    assert len(told) >= len(ATTACKS) - 4, {c: results[c][:200] for c in ATTACKS}
+    # the model reads why in the tool_result, except where nothing reaches it: the detached
+    # process (its output goes nowhere) and `git stash` (git prints nothing when it fails);
+    # a push reads the remote's refusal (it could not write its objects)
+    silent = {DETACHED, "git stash"}
+    for attack in ATTACKS:
+        if attack in silent:
+            continue
+        said = "unpacker error" if " push " in attack else READ_ONLY
+        assert said in results[attack], (attack, results[attack][:300])
     assert (
         "?? notes.txt" in results["git status --short"]
         or "M README.md" in results["git status --short"]
@@ -159,7 +168,11 @@ def test_through_plan_builds_own_launch_nothing_moves_and_ordinary_work_passes(
     tmux.command("/exit", EXIT)
 
     after = git_state(repo, remote)
-    # the launch itself wrote the session's records (baseline, guard, settings): nothing else
+    # the launch itself wrote the session's records (its baseline ref, guard, settings) only
+    session_ref = "refs/plan-build/sessions/"
+    after["refs"] = "".join(
+        line for line in after["refs"].splitlines(keepends=True) if session_ref not in line
+    )
     assert {k: v for k, v in after.items() if k != "records"} == {
         k: v for k, v in before.items() if k != "records"
     }

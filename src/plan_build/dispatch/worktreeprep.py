@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build.core import checkrun, ctimescan, proc
+from plan_build.core import checkrun, ctimescan, proc, sandbox
 from plan_build.core.config import Config
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo, discover
@@ -236,7 +236,9 @@ def run_setup(
     cancel: threading.Event | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> checkrun.CheckRun | None:
-    """The project's setup command in the worktree; its output goes to `log`."""
+    """The project's setup command in the worktree, under the session's sandbox policy for
+    that worktree (it writes only the worktree and its temp; a linked folder stays the user's);
+    its output goes to `log`."""
     if not prep.setup:
         return None
     done = checkrun.run_check(
@@ -247,6 +249,7 @@ def run_setup(
         supervised=True,
         on_start=on_start,
         cancel=cancel,
+        policy=sandbox.for_checks(wt.root, env),
     )
     log.parent.mkdir(parents=True, exist_ok=True)
     text = f"$ {proc.quote(prep.setup)}\n{done.stdout}{done.stderr}"
@@ -265,6 +268,8 @@ def setup_why(done: checkrun.CheckRun, prep: Prep) -> str:
         return f"the worktree setup command did not finish within {prep.timeout:g}s"
     if done.error:
         return f"the worktree setup command could not run: {done.error}"
+    if done.denied:
+        return f"the worktree setup command exited {done.returncode}: {done.denied}"
     return f"the worktree setup command exited {done.returncode}"
 
 
