@@ -308,3 +308,30 @@ def test_the_spool_sits_in_the_runtime_dir_when_there_is_one(tmp_path: Path) -> 
     assert brokerclient.spool_dir(env, "s1") == tmp_path / "plan-build" / "broker-s1" / "requests"
     env = {"XDG_RUNTIME_DIR": "relative", "HOME": "/h"}
     assert brokerclient.run_base(env, "s1") == Path("/h/.local/state/plan-build/run/broker-s1")
+
+
+def test_a_broker_that_dies_mid_run_is_one_clear_message(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker SIGKILLed while it runs a command writes no exit code: its heartbeat stops,
+    and the client says so instead of waiting for ever."""
+    monkeypatch.setattr(brokerclient, "STALE", 0.5)
+    base = tmp_path / "spool"
+    broker.prepare(base, forbidden=(repo,))
+    requests, answers = brokerclient.requests_dir(base), brokerclient.answers_dir(base)
+
+    def claim_then_die() -> None:  # what a broker does before it is killed: claim, then nothing
+        while True:
+            for request in requests.glob("*.json"):
+                (answers / request.name.removesuffix(".json")).mkdir()
+                request.unlink()
+                return
+            time.sleep(0.01)
+
+    threading.Thread(target=claim_then_die, daemon=True).start()
+    err = io.BytesIO()
+    started = time.monotonic()
+    code = brokerclient.forward(["status"], base, cwd=str(repo), out=io.BytesIO(), err=err)
+    assert code == 6
+    assert "the session's broker stopped while it ran this command" in err.getvalue().decode()
+    assert time.monotonic() - started < 5

@@ -12,6 +12,7 @@ The spool, private to the user (0700), outside the repository and its git dir:
     <base>/requests/   the sandbox may write here (`spool_dir`): `<nonce>.json` (the request,
                        renamed into place whole), `<nonce>.cancel`, `<nonce>.alive` (the
                        client's heartbeat), `<nonce>.done` (the client read the answer)
+    <base>/alive       the broker's heartbeat (touched twice a second)
     <base>/answers/    only the broker writes: `<nonce>/stdout`, `<nonce>/stderr`, and
                        `<nonce>/exit` (written last, whole)
 
@@ -191,6 +192,13 @@ def _await(request: Path, answer: Path, out: BinaryIO, err: BinaryIO, claim_time
                 if now - beat >= HEARTBEAT:
                     _touch(request.with_name(f"{nonce}.alive"))
                     beat = now
+                    if answer.is_dir() and _stale(request.parent.parent / "alive"):
+                        return _fail(
+                            err,
+                            "the session's broker stopped while it ran this command",
+                            "run the command again; if the broker is gone, restart the session "
+                            "(plan-build plan or architect) or run it in your own terminal",
+                        )
                 if cancelled_at is not None and now - cancelled_at > CANCEL_WAIT:
                     err.write(b"\nplan-build: interrupted\n")
                     return 130
@@ -228,6 +236,13 @@ def _unanswered(err: BinaryIO, request: Path, claim_timeout: float) -> int:
         "the broker the launch started has stopped; restart the session (plan-build plan or "
         "architect), or run the command in your own terminal",
     )
+
+
+def _stale(path: Path) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > STALE
+    except FileNotFoundError:
+        return True
 
 
 def _withdraw(request: Path) -> bool:

@@ -18,7 +18,6 @@ refused before it writes (PLAN_BUILD_BROKERED). Everything that takes an approva
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -35,11 +34,14 @@ def path(repo: Repo, workflow: str, phase: str, round: int) -> Path:
     return repo.state_dir / "approvals" / workflow / f"{phase}-r{round}.json"
 
 
-def _sha256(path: Path) -> str | None:
+def _sha256(path: Path | bytes) -> str | None:
+    import hashlib  # loads OpenSSL: only an approval and its checks hash (review.status is light)
+
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        data = path if isinstance(path, bytes) else path.read_bytes()
     except FileNotFoundError:
         return None
+    return hashlib.sha256(data).hexdigest()
 
 
 def refuse_brokered(env: Mapping[str, str], what: str, command: str) -> None:
@@ -74,7 +76,7 @@ def write(
                 "workflow": wdir.id,
                 "phase": phase,
                 "round": round,
-                "approval_sha256": hashlib.sha256(approval).hexdigest(),
+                "approval_sha256": _sha256(approval),
                 "round_sha256": _sha256(wdir.record(phase, round)),
             },
             sort_keys=True,

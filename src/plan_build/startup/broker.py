@@ -111,6 +111,7 @@ class Broker:
                         log.info("watched process %s ended: the broker stops", self.watch)
                         break
                     next_watch = now + WATCH_EVERY
+                    _beat(self.base / "alive")
                 self.poll()
                 time.sleep(brokerclient.POLL)
         finally:
@@ -215,6 +216,14 @@ class Broker:
             if run.thread is not None:
                 run.thread.join(timeout=proc.kill_grace() * 3 + 1)
         shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _beat(path: Path) -> None:
+    """The broker's heartbeat: a client whose run outlives it (SIGKILLed) stops waiting."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        os.close(fd)
+        os.utime(path)
 
 
 def _same_process(pid: int, started: float | None) -> bool:
