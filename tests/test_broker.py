@@ -335,3 +335,10 @@ def test_a_broker_that_dies_mid_run_is_one_clear_message(
     assert code == 6
     assert "the session's broker stopped while it ran this command" in err.getvalue().decode()
     assert time.monotonic() - started < 5
+
+
+def test_the_entry_point_reads_the_brokers_variable_by_its_one_name() -> None:
+    from plan_build import main
+    from plan_build.core import sessionvars
+
+    assert main.BROKER == sessionvars.BROKER == brokerclient.ENV

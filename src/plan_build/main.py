@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 from plan_build.outcomes import guarded
 
+BROKER = "PLAN_BUILD_BROKER"  # sessionvars.BROKER, spelt here so `status` imports nothing more
+
 # the command lines answered without Invoke: exactly what `status` accepts, no more
 DIRECT: dict[tuple[str, ...], bool] = {("status",): False, ("status", "--json"): True}
 
@@ -37,7 +39,7 @@ def _status(json: bool) -> None:
 def main() -> None:
     import os
 
-    spool = os.environ.get("PLAN_BUILD_BROKER")  # brokerclient.ENV, without importing it yet
+    spool = os.environ.get(BROKER)
     if spool:
         from pathlib import Path
 

@@ -34,8 +34,10 @@ from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
 
-ENV = "PLAN_BUILD_BROKER"  # the broker's spool base (set by the launch for Claude)
-BROKERED = "PLAN_BUILD_BROKERED"  # set by the broker in every run it starts
+from plan_build.core import sessionvars
+
+ENV = sessionvars.BROKER  # the broker's spool base (set by the launch for Claude)
+BROKERED = sessionvars.BROKERED  # set by the broker in every run it starts
 POLL = 0.02  # seconds between looks at the spool, on both sides
 CLAIM_TIMEOUT = 5.0  # a request nobody claims within this: no broker answers
 HEARTBEAT = 1.0  # the client touches `<nonce>.alive` this often

@@ -16,6 +16,8 @@ SESSION = "PLAN_BUILD_SESSION"  # the session's id (the baseline's `refs/plan-bu
 MEMORY_MODE = "PLAN_BUILD_MEMORY_MODE"  # "required" or "degraded", as preflight settled it
 RELEASE = "PLAN_BUILD_RELEASE"  # the release directory the session's plan-build runs from
 HOOK = "PLAN_BUILD_HOOK"  # the command Claude Code's hooks run (settings name only the variable)
+BROKER = "PLAN_BUILD_BROKER"  # the session broker's spool: plan-build inside forwards to it
+BROKERED = "PLAN_BUILD_BROKERED"  # set by the broker in each run it starts (an agent's request)
 MEMORY_MODES = ("required", "degraded")
 
 # A session id names a git ref and a folder: letters, digits, '-', '_' and single dots, not
@@ -40,6 +42,8 @@ def session_of(env: Mapping[str, str]) -> str | None:
 
 
 __all__ = [
+    "BROKER",
+    "BROKERED",
     "ID_PATTERN",
     "MAX_ID_LENGTH",
     "MEMORY_MODE",
