@@ -342,3 +342,39 @@ def test_the_entry_point_reads_the_brokers_variable_by_its_one_name() -> None:
     from plan_build.core import sessionvars
 
     assert main.BROKER == sessionvars.BROKER == brokerclient.ENV
+
+
+def test_report_out_is_refused_through_the_broker(serving: broker.Broker, repo: Path) -> None:
+    """`report --out ~/.bashrc` would write outside the sandbox wherever the agent points."""
+    bashrc = Path(os.environ["HOME"]) / ".bashrc"
+    for args in (("--out", str(bashrc)), (f"--out={bashrc}",), ("-o", "x.md"), ("-ox.md",)):
+        r = via(serving, "report", "--format", "md", *args, cwd=repo)
+        assert r.code == 2, args
+        assert "does not run `plan-build report --out`" in r.stderr or "report -o`" in r.stderr
+    assert not bashrc.exists()
+
+
+def test_review_plan_reads_a_plan_only_from_the_work_tree_or_claudes_plans(
+    repo: Path, tmp_path: Path
+) -> None:
+    claude_plans = tmp_path / "claude" / "plans"
+    claude_plans.mkdir(parents=True)
+    common = Path(os.path.realpath(repo / ".git"))
+    places = Places(
+        Path(os.path.realpath(repo)),
+        common,
+        common / "plan-build" / "worktrees",
+        plans=(Path(os.path.realpath(claude_plans)),),
+    )
+    (repo / "docs").mkdir()
+    outside = tmp_path / "secret.md"
+    link = repo / "docs" / "plan.md"
+    link.symlink_to(outside)
+    cwd = str(repo / "docs")
+    assert places.path_refusal(["review.plan", "--plan", "../README.md"], cwd) is None
+    assert places.path_refusal(["review.plan", f"--plan={claude_plans}/p.md"], cwd) is None
+    for bad in (["--plan", str(outside)], ["-p", "plan.md"], ["--plan", "../.git/config"]):
+        refusal = places.path_refusal(["review.plan", *bad], cwd)
+        assert refusal is not None, bad
+        assert "only with a path in the repository's work tree" in refusal.what
+    assert places.path_refusal(["review.plan", "--focus", "/etc/passwd"], cwd) is None

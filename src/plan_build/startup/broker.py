@@ -179,6 +179,8 @@ class Broker:
         refusal = judge(argv)
         if refusal is None and not self.places.allows(cwd):
             refusal = outside(cwd)
+        if refusal is None:
+            refusal = self.places.path_refusal(argv, cwd)
         if refusal is not None:
             log.info("refused: %s", proc.quote(argv))
             return _refuse(answer, refusal)
@@ -336,12 +338,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     opts = dict(zip(args[::2], args[1::2], strict=False))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    env = dict(os.environ)
+    claude = env.get("CLAUDE_CONFIG_DIR") or str(Path(env.get("HOME") or Path.home()) / ".claude")
     places = Places(
         Path(os.path.realpath(opts["--worktree"])),
         Path(os.path.realpath(opts["--git-dir"])),
         Path(os.path.realpath(opts["--waves"])),
+        plans=(Path(os.path.realpath(Path(claude) / "plans")),),
     )
-    env = dict(os.environ)
     broker = Broker(Path(opts["--spool"]), places, env, int(opts["--watch"]))
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, lambda *_: broker.stopping.set())

@@ -53,6 +53,13 @@ PERSON = {
     "baseline": "taking a new session baseline",
     "restore": "restoring a checkpoint over the work tree",
 }
+# Flags whose value is a path the run reads outside the sandbox, for the agent: it must lie in
+# the work tree or Claude Code's plans (a plan read from a file the sandbox hides would hand
+# the agent what the sandbox withholds).
+PATH_FLAGS = {"review.plan": ("--plan", "-p")}
+# Flags whose value is a path the run writes: refused outright (a report written into
+# .git/hooks or ~/.bashrc; a check of the path would race a symbolic link swapped after it).
+WRITE_FLAGS = {"report": ("--out", "-o")}
 CORE_FLAGS = frozenset({"-d", "--debug", "-V", "--version", "-h", "--help", "-l", "--list"})
 HELP_FLAGS = frozenset({"-h", "--help", "-V", "--version", "-l", "--list"})
 TERMINAL = "in their own terminal, outside Claude Code"
@@ -122,11 +129,13 @@ def within(path: Path, top: Path) -> bool:
 
 @dataclass(frozen=True)
 class Places:
-    """Where a run may start: the work tree (minus the git dir) or a wave's worktree."""
+    """Where a run may start: the work tree (minus the git dir) or a wave's worktree; and
+    where a path flag may point (the work tree, or Claude Code's plans for `--plan`)."""
 
     worktree: Path
     git_dir: Path
     waves: Path
+    plans: tuple[Path, ...] = ()
 
     def allows(self, cwd: str) -> bool:
         if not os.path.isabs(cwd) or "\0" in cwd:
@@ -134,7 +143,70 @@ class Places:
         real = Path(os.path.realpath(cwd))
         if within(real, self.waves):
             return True
+        return self._in_work_tree(real)
+
+    def _in_work_tree(self, real: Path) -> bool:
         return within(real, self.worktree) and not within(real, self.git_dir)
 
+    def path_refusal(self, argv: Sequence[str], cwd: str) -> PlanBuildError | None:
+        """Refuse `report --out` and a `review.plan --plan` that leads outside the work tree
+        and Claude's plans (symbolic links resolved); None when the paths are fine."""
+        name, rest = command_of(argv)
+        for flag, _ in _flag_values(rest, WRITE_FLAGS.get(name or "", ())):
+            return PlanBuildError(
+                f"the session's broker does not run `plan-build {name} {flag}` for an agent: "
+                "it would write outside the sandbox wherever the path points",
+                f"run `plan-build {name}` without {flag} (it writes to its own place under the "
+                "git dir and prints the path), then read or copy the file from there",
+                code=ExitCode.USAGE,
+            )
+        for flag, value in _flag_values(rest, PATH_FLAGS.get(name or "", ())):
+            given = os.path.expanduser(value)  # as review.plan reads it, with the launch's HOME
+            real = Path(os.path.realpath(os.path.join(cwd, given)))
+            if self._in_work_tree(real) or any(within(real, p) for p in self.plans):
+                continue
+            return PlanBuildError(
+                f"the session's broker runs `plan-build {name} {flag}` only with a path in the "
+                f"repository's work tree, not {value}",
+                f"put the file in the work tree (outside .git) and pass that path to {flag}",
+                code=ExitCode.USAGE,
+            )
+        return None
 
-__all__ = ["ALLOWED", "PERSON", "Places", "judge", "outside", "within"]
+
+def command_of(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """The command word (after the core flags) and its arguments; None: no command."""
+    args = list(argv)
+    i = 0
+    while i < len(args) and args[i] in CORE_FLAGS:
+        i += 1
+    if i == len(args) or args[i].startswith("-"):
+        return None, []
+    return args[i], args[i + 1 :]
+
+
+def _flag_values(rest: Sequence[str], flags: Sequence[str]) -> list[tuple[str, str]]:
+    """Each value given to one of `flags`: `--out X`, `--out=X`, `-o X`, `-oX`."""
+    found = []
+    for i, arg in enumerate(rest):
+        for flag in flags:
+            if arg == flag:
+                found.append((flag, rest[i + 1] if i + 1 < len(rest) else ""))
+            elif arg.startswith(flag + "="):
+                found.append((flag, arg[len(flag) + 1 :]))
+            elif not flag.startswith("--") and arg.startswith(flag) and len(arg) > len(flag):
+                found.append((flag, arg[len(flag) :].removeprefix("=")))
+    return found
+
+
+__all__ = [
+    "ALLOWED",
+    "PATH_FLAGS",
+    "PERSON",
+    "WRITE_FLAGS",
+    "Places",
+    "command_of",
+    "judge",
+    "outside",
+    "within",
+]
