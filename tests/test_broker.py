@@ -151,6 +151,11 @@ def test_a_path_without_git_does_not_reach_the_run(serving: broker.Broker, repo:
 def test_a_run_is_marked_as_brokered_and_has_no_broker(repo: Path) -> None:
     env = broker.run_env({"PATH": "/usr/bin", brokerclient.ENV: "/x"})
     assert env == {"PATH": "/usr/bin", brokerclient.BROKERED: "1"}
+    tools = repo / "node_modules" / ".bin"
+    tools.mkdir(parents=True)
+    path = os.pathsep.join([str(tools), "bin", "", "/usr/bin", "/bin"])
+    env = broker.run_env({"PATH": path}, Path(os.path.realpath(repo)))
+    assert env["PATH"] == os.pathsep.join(["/usr/bin", "/bin"])  # no agent-writable git
 
 
 def test_a_cwd_outside_the_repository_is_refused(

@@ -59,11 +59,22 @@ def program() -> tuple[str, ...]:
     return (sys.executable, "-I", "-c", code)
 
 
-def run_env(env: Mapping[str, str]) -> dict[str, str]:
+def run_env(env: Mapping[str, str], worktree: Path | None = None) -> dict[str, str]:
     """The environment of every run: the launch's, without the broker's own variable (a run
-    does its work itself) and marked as brokered (approval twins refuse such a run)."""
+    does its work itself) and marked as brokered (approval twins refuse such a run). PATH
+    keeps no relative entry and none inside the work tree: the agent writes there, and a `git`
+    it put on PATH would run outside the sandbox."""
     out = {k: v for k, v in env.items() if k != brokerclient.ENV}
     out[brokerclient.BROKERED] = "1"
+    if "PATH" in out:
+        kept = []
+        for entry in out["PATH"].split(os.pathsep):
+            if not entry or not os.path.isabs(entry):
+                continue
+            if worktree is not None and within(Path(os.path.realpath(entry)), worktree):
+                continue
+            kept.append(entry)
+        out["PATH"] = os.pathsep.join(kept)
     return out
 
 
@@ -189,7 +200,7 @@ class Broker:
             done = proc.run(
                 [*self.argv0, *argv],
                 cwd=cwd,
-                env=run_env(self.env),
+                env=run_env(self.env, self.places.worktree),
                 timeout=RUN_TIMEOUT,
                 cancel=run.cancel,
                 supervised=True,
