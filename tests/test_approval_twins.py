@@ -194,7 +194,8 @@ def test_through_the_broker_review_plan_runs_and_the_plans_approval_is_refused(
     cli, project: Path, serving: broker.Broker
 ) -> None:
     env = {brokerclient.ENV: str(serving.base)}
-    r = cli("review.plan", "--plan", "../plan.md", cwd=project, env=env)
+    (project / "PLAN.md").write_text("# Plan\n\n1. Add app.py.\n")  # the broker reads no ../
+    r = cli("review.plan", "--plan", "PLAN.md", cwd=project, env=env)
     assert r.code == 0, r.stderr
     wdir = workflow(project)
     assert wdir.record("plan", 1).is_file()  # the round's state was written, outside

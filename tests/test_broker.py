@@ -383,3 +383,20 @@ def test_review_plan_reads_a_plan_only_from_the_work_tree_or_claudes_plans(
         assert refusal is not None, bad
         assert "only with a path in the repository's work tree" in refusal.what
     assert places.path_refusal(["review.plan", "--focus", "/etc/passwd"], cwd) is None
+
+
+class _ClosedPipe(io.BytesIO):
+    def write(self, data: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_reader_that_goes_away_does_not_crash_the_client(
+    serving: broker.Broker, repo: Path
+) -> None:
+    """`plan-build status | head -1`: the run still ends and its exit code comes back."""
+    err = io.BytesIO()
+    code = brokerclient.forward(
+        ["--version"], serving.base, cwd=str(repo), out=_ClosedPipe(), err=err
+    )
+    assert code == 0
+    assert err.getvalue() == b""

@@ -113,6 +113,7 @@ class _Tail:
     def __init__(self, path: Path, out: BinaryIO) -> None:
         self.path, self.out = path, out
         self.fh: BinaryIO | None = None
+        self.broken = False
 
     def pump(self) -> None:
         if self.fh is None:
@@ -121,9 +122,12 @@ class _Tail:
             except FileNotFoundError:
                 return
         data = self.fh.read()
-        if data:
-            self.out.write(data)
-            self.out.flush()
+        if data and not self.broken:
+            try:
+                self.out.write(data)
+                self.out.flush()
+            except OSError:  # the reader went away (`| head`): the run goes on unread
+                self.broken = True
 
     def close(self) -> None:
         if self.fh is not None:
