@@ -24,7 +24,9 @@ from plan_build.core.errors import PlanBuildError
 from plan_build.startup import broker
 from plan_build.startup.brokerrules import Places, judge
 from tests.support.gitcmd import git
+from tests.support.pty_run import run_on_pty
 from tests.support.runcli import Result, run_cli
+from tests.support.stubs import Stubs
 
 
 def _places(repo: Path) -> Places:
@@ -400,3 +402,38 @@ def test_a_reader_that_goes_away_does_not_crash_the_client(
     )
     assert code == 0
     assert err.getvalue() == b""
+
+
+TYPED_REQUEST = [("> ", "Add pagination.\n"), ("> ", "EOF\n")]
+
+
+def test_a_launched_session_reaches_plan_build_through_its_broker(
+    ready: Path, stubs: Stubs, tmp_path: Path
+) -> None:
+    """End to end: `plan-build plan` starts the broker and becomes (stub) Claude, whose tool
+    command `plan-build ...` is answered by the broker; the broker ends with Claude."""
+    out = tmp_path / "out"
+    out.mkdir()
+    script = (
+        f"{sys.executable} -m plan_build status --json > {out}/status.json; echo $? > {out}/s; "
+        f"{sys.executable} -m plan_build review.approve 2> {out}/approve.err; echo $? > {out}/a; "
+        f'echo "$PLAN_BUILD_BROKER" > {out}/spool'
+    )
+    stubs.rule("claude", {"match": ["--settings"], "run": ["sh", "-c", script]})
+    full = {**os.environ, "NO_COLOR": "1"}
+    r = run_on_pty(
+        [sys.executable, "-m", "plan_build", "plan"], cwd=ready, env=full, typed=TYPED_REQUEST
+    )
+    assert r.code == 0, r.output
+    launch = next(c for c in stubs.calls("claude") if c["argv"][:1] == ["--settings"])
+    sid = launch["env"]["PLAN_BUILD_SESSION"]
+    assert (out / "s").read_text().strip() == "0"
+    assert sid in (out / "status.json").read_text()
+    assert (out / "a").read_text().strip() == "4"
+    assert (
+        "the session's agent cannot run `plan-build review.approve`"
+        in (out / "approve.err").read_text()
+    )
+    spool = Path((out / "spool").read_text().strip())
+    assert spool == brokerclient.run_base(os.environ, sid)
+    assert _wait_for(lambda: not spool.exists())  # Claude ended: so did its broker
