@@ -437,3 +437,18 @@ def test_a_launched_session_reaches_plan_build_through_its_broker(
     spool = Path((out / "spool").read_text().strip())
     assert spool == brokerclient.run_base(os.environ, sid)
     assert _wait_for(lambda: not spool.exists())  # Claude ended: so did its broker
+
+
+def test_a_killed_brokers_spool_is_swept_at_the_next_launch(repo: Path, tmp_path: Path) -> None:
+    parent = tmp_path / "run"
+    dead, live, fresh = parent / "broker-dead", parent / "broker-live", parent / "broker-new"
+    for spool in (dead, live):
+        broker.prepare(spool, forbidden=(repo,))
+        (spool / "alive").touch()
+    long_ago = time.time() - 3600
+    os.utime(dead / "alive", (long_ago, long_ago))
+    os.utime(dead, (long_ago, long_ago))
+    broker.prepare(fresh, forbidden=(repo,))
+    assert not dead.exists()
+    assert live.is_dir()
+    assert fresh.is_dir()

@@ -301,9 +301,32 @@ def prepare(base: Path, *, forbidden: Sequence[Path]) -> None:
             )
     shutil.rmtree(base, ignore_errors=True)
     base.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    sweep(base.parent)
     base.mkdir(mode=0o700)
     brokerclient.requests_dir(base).mkdir(mode=0o700)
     brokerclient.answers_dir(base).mkdir(mode=0o700)
+
+
+ABANDONED = 60.0  # seconds without a heartbeat: the spool of a broker that was killed
+
+
+def sweep(parent: Path, now: float | None = None) -> list[Path]:
+    """Remove the spools of brokers that were killed (a live broker beats twice a second);
+    returns what was removed."""
+    now = time.time() if now is None else now
+    gone = []
+    for spool in parent.glob("broker-*"):
+        try:
+            beat = max(spool.stat().st_mtime, (spool / "alive").stat().st_mtime)
+        except FileNotFoundError:
+            try:
+                beat = spool.stat().st_mtime
+            except FileNotFoundError:
+                continue
+        if now - beat > ABANDONED:
+            shutil.rmtree(spool, ignore_errors=True)
+            gone.append(spool)
+    return gone
 
 
 def bootstrap() -> tuple[str, ...]:
