@@ -247,3 +247,25 @@ def test_a_process_that_cannot_write_the_state_says_so(tmp_path: Path) -> None:
     blocker.write_text("a file, not a folder\n")
     how = confirmation.how(answered=confirmation.ON_TERMINAL, state_dir=blocker, guard=None)
     assert "this process could not write plan-build's protected state" in how
+
+
+def test_the_guard_comes_from_the_sessions_baseline_read_tolerantly(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from plan_build.commands import review as review_commands
+    from plan_build.core.context import Session
+
+    monkeypatch.chdir(project)
+    s = Session.from_process()
+    # a session from before the field: the Baseline has no `guard` at all
+    assert review_commands.session_guard(s) is None
+    monkeypatch.setattr(baseline, "current", lambda *a, **k: SimpleNamespace(guard="sandbox"))
+    assert review_commands.session_guard(s) == "sandbox"
+
+    def no_session(*a: object, **k: object) -> object:
+        raise PlanBuildError("no session baseline", "start one", code=ExitCode.USAGE)
+
+    monkeypatch.setattr(baseline, "current", no_session)
+    assert review_commands.session_guard(s) is None
