@@ -30,12 +30,32 @@ PROCESS_TESTS = (
 )
 
 
+# The sandbox (docs/adr/0190) needs bubblewrap and socat; Claude Code's also wants ripgrep.
+SANDBOX_PACKAGES = {"bwrap": "bubblewrap", "socat": "socat", "rg": "ripgrep"}
+
+
+def sandbox_packages(session: nox.Session) -> None:
+    """Install the sandbox's system packages with apt-get when they are missing and this runs as
+    root (CI, a fresh Debian machine); elsewhere say what is missing (the tests that need them
+    skip, naming it, and preflight fails with the fix)."""
+    missing = [pkg for exe, pkg in SANDBOX_PACKAGES.items() if shutil.which(exe) is None]
+    if not missing:
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        session.warn(f"missing {' '.join(missing)}: install them (sudo apt-get install ...)")
+        return
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-q", external=True, env=env, success_codes=[0, 100])
+    session.run("apt-get", "install", "-y", "-q", *missing, external=True, env=env)
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Install plan-build with its test extras and run the default (network-free) suite.
 
     Tests run on every core (pytest-xdist): each test has its own HOME and temp repos.
     """
+    sandbox_packages(session)
     session.install("-e", ".[test]")
     session.run("pytest", "-n", "auto", *session.posargs)
 
@@ -75,6 +95,7 @@ def portable(session: nox.Session) -> None:
     """The macOS/WSL fallbacks, proved on Linux by taking the Linux facilities away
     (docs/portability.md): the process, lock, orphan and snapshot tests with /proc hidden and
     the subreaper refused, then the file-system tests under macOS and WSL git settings."""
+    sandbox_packages(session)
     session.install("-e", ".[test]")
     # --- processes without /proc and without a subreaper (tests/portable/) ---
     # A private mount namespace with an empty tmpfs over /proc and prctl's subreaper calls
@@ -110,5 +131,6 @@ def browser(session: nox.Session) -> None:
 @nox.session(python=PYTHON, default=False)
 def contract(session: nox.Session) -> None:
     """The contract suite against the real claude and codex CLIs (installs them with npm)."""
+    sandbox_packages(session)
     session.install("-e", ".[test]")
     session.run("pytest", "-m", "contract", *session.posargs)

@@ -4,6 +4,7 @@ AgentMemory server, the real `plan-build` entry point (`cli`). The helpers tests
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,6 +123,11 @@ def stubs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Stubs:
     """Stub claude/codex/coderabbit/auggie first on PATH (plus the real git and python)."""
     found = install_stubs(tmp_path / "stub-bin", tmp_path / "stub-home")
     monkeypatch.setenv("STUB_HOME", str(found.home))
+    # the stub verifier logs its calls there from inside the checks' sandbox: the user's own
+    # sandbox settings (core/sandbox.user_widening) let it, as a user would for a tool's cache
+    settings = Path(os.environ["XDG_CONFIG_HOME"]) / "plan-build" / "sandbox.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"writable": [str(found.home)]}))
     monkeypatch.setenv("PATH", f"{found.bin}{os.pathsep}{os.environ['PATH']}")
     return found
 

@@ -23,7 +23,7 @@ def stub(tmp_path: Path, name: str, body: str, *, executable: bool = True) -> Pa
 
 
 def check(argv: list[str], tmp_path: Path, **kwargs: Any) -> CheckRun:
-    return run_check(argv, cwd=tmp_path, env=dict(os.environ), **kwargs)
+    return run_check(argv, cwd=tmp_path, env=dict(os.environ), **{"policy": None, **kwargs})
 
 
 def test_a_passing_check_keeps_its_output_and_exit_code(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ ALL_IDS = [
     "tool.coderabbit",
     "claude.safe_mode",
     "skill.readable",
+    "sandbox.layer",
     "claude.plugin.mattpocock-skills",
     "claude.plugin.agentmemory",
     "codex.plugin.agentmemory",

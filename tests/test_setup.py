@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -306,12 +307,16 @@ def test_a_symlinked_codex_config_stays_a_link(tmp_path: Path) -> None:
     assert "enabled = true" in real.read_text()
 
 
-def bin_with(tmp_path: Path, **scripts: str) -> Path:
-    """A PATH directory holding git, plus the given shell scripts."""
+def bin_with(tmp_path: Path, *, sandbox: bool = True, **scripts: str) -> Path:
+    """A PATH directory holding git (and the sandbox's bwrap and socat unless `sandbox` is
+    false), plus the given shell scripts."""
     where = tmp_path / "path-bin"
     where.mkdir(exist_ok=True)
     git_path = subprocess.run(["which", "git"], capture_output=True, text=True, check=True)
     (where / "git").symlink_to(git_path.stdout.strip())
+    for tool in ("bwrap", "socat", "true") if sandbox else ():
+        if (found := shutil.which(tool)) is not None:
+            (where / tool).symlink_to(found)
     for name, body in scripts.items():
         (where / name).write_text("#!/bin/sh\n" + body)
         (where / name).chmod(0o755)
@@ -834,3 +839,38 @@ def test_on_a_fresh_machine_a_blocked_launch_names_setup_first(
         f"  fix: run plan-build setup first (it fixes {SETUP_FIXES} with your consent); "
         "for terminal, tool.coderabbit: apply the fixes shown above (→) and rerun"
     )
+
+
+APT_OK = """\
+echo "apt-get $*" >> "{log}"
+/bin/ln -sf "{bwrap}" "{where}/bwrap"
+/bin/ln -sf "{socat}" "{where}/socat"
+echo "Setting up bubblewrap"
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="setup installs system packages only as root")
+def test_setup_installs_bubblewrap_and_socat_with_the_package_manager(
+    cli: Any, ready: Path, stubs: Stubs, tmp_path: Path
+) -> None:
+    bwrap, socat = shutil.which("bwrap"), shutil.which("socat")
+    if bwrap is None or socat is None:
+        pytest.skip("needs the real bubblewrap and socat to stand for the installed ones")
+    log = tmp_path / "apt.log"
+    where = tmp_path / "path-bin"
+    apt = APT_OK.format(log=log, bwrap=bwrap, socat=socat, where=where)
+    bare = bin_with(tmp_path, sandbox=False, **{"apt-get": apt})
+    path = os.pathsep.join([str(stubs.bin), str(bare)])
+
+    before = cli("preflight", "--json", cwd=ready, env={"PATH": path})
+    row = next(c for c in json.loads(before.stdout)["checks"] if c["id"] == "sandbox.layer")
+    assert row["status"] == "fail"
+    assert "plan-build setup" in row["remediation"]
+
+    r = cli("setup", "--yes", cwd=ready, env={"PATH": path, "NO_COLOR": "1"})
+
+    assert log.read_text() == "apt-get install -y -q bubblewrap socat\n"
+    assert "install bubblewrap and socat with apt-get" in r.stderr
+    after = cli("preflight", "--json", cwd=ready, env={"PATH": path})
+    row = next(c for c in json.loads(after.stdout)["checks"] if c["id"] == "sandbox.layer")
+    assert row["status"] == "pass"

@@ -38,6 +38,9 @@ class ScriptedInteraction:
             == "y"
         )
 
+    def type_words(self, question: str, words: str) -> bool:
+        return self._next(question).strip() == words
+
     def edit(self, text: str, *, suffix: str = ".md") -> str:
         if not self.edits:
             raise AssertionError("unexpected edit")

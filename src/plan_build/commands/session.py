@@ -15,13 +15,17 @@ from plan_build.core.errors import usage
         "yolo": "run Claude with --dangerously-skip-permissions (workflow gates still apply)",
         "prompt": "enhance the request with Auggie first (approval required)",
         "dry_run": "print the argv, added environment and prompt instead of launching",
+        "unguarded": "launch without the sandbox (you type the words to confirm; recorded)",
     }
 )
-def plan(c: Any, yolo: bool = False, prompt: bool = False, dry_run: bool = False) -> None:
+def plan(
+    c: Any, yolo: bool = False, prompt: bool = False, dry_run: bool = False, unguarded: bool = False
+) -> None:
     """Standard workflow: preflight, identity, your request (end with EOF), then Claude Code."""
     from plan_build.startup.chain import Request, start
 
-    start(Session.from_process(), Request("standard", yolo=yolo, prompt=prompt, dry_run=dry_run))
+    req = Request("standard", yolo=yolo, prompt=prompt, dry_run=dry_run, unguarded=unguarded)
+    start(Session.from_process(), req)
 
 
 @command(
@@ -29,13 +33,17 @@ def plan(c: Any, yolo: bool = False, prompt: bool = False, dry_run: bool = False
         "new": "archive SPEC.md, TASKS.md, ADR.md and CHANGELOG.md first and start new records",
         "yolo": "run Claude with --dangerously-skip-permissions (workflow gates still apply)",
         "dry_run": "print the argv, added environment and prompt instead of launching",
+        "unguarded": "launch without the sandbox (you type the words to confirm; recorded)",
     }
 )
-def architect(c: Any, new: bool = False, yolo: bool = False, dry_run: bool = False) -> None:
+def architect(
+    c: Any, new: bool = False, yolo: bool = False, dry_run: bool = False, unguarded: bool = False
+) -> None:
     """Architect workflow: Claude writes documents, Codex writes code through dispatch."""
     from plan_build.startup.chain import Request, start
 
-    start(Session.from_process(), Request("architect", yolo=yolo, new=new, dry_run=dry_run))
+    req = Request("architect", yolo=yolo, new=new, dry_run=dry_run, unguarded=unguarded)
+    start(Session.from_process(), req)
 
 
 @command(

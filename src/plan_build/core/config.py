@@ -179,8 +179,6 @@ def load(root: Path) -> Config:
     path = root / FILENAME
     if not path.is_file():
         return Config(None, {})
-    import yaml
-
     try:
         with path.open("rb") as fh:
             raw = fh.read(MAX_BYTES + 1)
@@ -189,15 +187,24 @@ def load(root: Path) -> Config:
             size = f"{MAX_BYTES // (1024 * 1024)} MiB"
             raise _bad(path, line, f"the file is larger than {size}", _LIMITS_FIX)
         text = raw.decode("utf-8")
-        node = _bounded_compose(text)
-    except _TooBig as exc:
-        raise _bad(path, exc.line, f"the configuration is {exc.what}", _LIMITS_FIX) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PlanBuildError(
             f"cannot read {path}: {exc}",
             "fix the file's permissions or encoding",
             code=ExitCode.USAGE,
         ) from exc
+    return from_text(text, path)
+
+
+def from_text(text: str, path: Path) -> Config:
+    """The configuration in `text`, checked as `load` checks the file (`path` names it in
+    messages): verify reads the one committed at the session's baseline this way."""
+    import yaml
+
+    try:
+        node = _bounded_compose(text)
+    except _TooBig as exc:
+        raise _bad(path, exc.line, f"the configuration is {exc.what}", _LIMITS_FIX) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

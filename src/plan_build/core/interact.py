@@ -55,6 +55,8 @@ class Interaction(Protocol):
 
     def edit(self, text: str, *, suffix: str = ".md") -> str: ...
 
+    def type_words(self, question: str, words: str) -> bool: ...
+
 
 def no_terminal(question: str) -> PlanBuildError:
     return PlanBuildError(
@@ -203,6 +205,15 @@ class TerminalInteraction:
     def confirm(self, question: str, *, default: bool = False) -> bool:
         yes, no = Choice("y", "yes"), Choice("n", "no")
         return self.choose(question, [yes, no], "y" if default else "n") == "y"
+
+    def type_words(self, question: str, words: str) -> bool:
+        """True only when the person types exactly `words` (a choice a keypress must not
+        make: launching without the sandbox); anything else, or Ctrl-D, is no."""
+        if not self.interactive:
+            raise no_terminal(question)
+        _refuse_inside_agent(question)
+        line = self._ask(f"{question}: ")
+        return line is not None and line.strip() == words
 
     def edit(self, text: str, *, suffix: str = ".md") -> str:
         if not self.interactive:

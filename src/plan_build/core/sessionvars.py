@@ -18,6 +18,9 @@ RELEASE = "PLAN_BUILD_RELEASE"  # the release directory the session's plan-build
 HOOK = "PLAN_BUILD_HOOK"  # the command Claude Code's hooks run (settings name only the variable)
 BROKER = "PLAN_BUILD_BROKER"  # the session broker's spool: plan-build inside forwards to it
 BROKERED = "PLAN_BUILD_BROKERED"  # set by the broker in each run it starts (an agent's request)
+# "sandbox" or "unguarded": shown to the session's programs; what holds is the guard record
+# under the git dir (core/sandbox.py), never this variable
+GUARD = "PLAN_BUILD_GUARD"
 MEMORY_MODES = ("required", "degraded")
 
 # A session id names a git ref and a folder: letters, digits, '-', '_' and single dots, not
@@ -44,6 +47,7 @@ def session_of(env: Mapping[str, str]) -> str | None:
 __all__ = [
     "BROKER",
     "BROKERED",
+    "GUARD",
     "ID_PATTERN",
     "MAX_ID_LENGTH",
     "MEMORY_MODE",

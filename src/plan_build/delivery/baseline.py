@@ -70,6 +70,9 @@ class Baseline:
     # (the failing checks): `status` shows it to whoever comes back (None: not launched here)
     memory_mode: str | None = None
     memory_reason: str | None = None
+    # how the launch guarded the session: "sandbox" or "unguarded" (a person's choice, typed
+    # at the launch); None: not launched by a plan-build that records it (ADR 0190)
+    guard: str | None = None
 
     @property
     def ref(self) -> str:
@@ -182,6 +185,7 @@ def capture(
     mode: str | None = None,
     memory_mode: str | None = None,
     memory_reason: str | None = None,
+    guard: str | None = None,
 ) -> Baseline:
     """Snapshot the repository as it is now and pin it as session `session_id` (new if None).
 
@@ -231,6 +235,7 @@ def capture(
         mode=mode,
         memory_mode=memory_mode,
         memory_reason=memory_reason,
+        guard=guard,
     )
     parents = [head] if head else []
     if snap.staged_tree != head_tree:  # keep the staged tree reachable too

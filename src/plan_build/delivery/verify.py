@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from plan_build.core import checks, clock, fsutil, proc, redact, snapshot
+from plan_build.core import checks, clock, config, fsutil, proc, redact, sandbox, snapshot
 from plan_build.core.checkrun import run_check
 from plan_build.core.checks import Check
 from plan_build.core.config import FILENAME, Config
@@ -148,6 +148,7 @@ def run_command(
     env: Mapping[str, str],
     log_dir: Path,
     progress: Progress | None,
+    policy: sandbox.Policy | None,
 ) -> Check:
     cid = f"command.{cmd.name}"
     shown = redact.clean(proc.quote(cmd.argv), env)
@@ -158,7 +159,9 @@ def run_command(
         if progress:
             progress(f"{cmd.name} still running ({int(elapsed)}s)")
 
-    r = run_check(cmd.argv, cwd=repo.root, env=env, timeout=cmd.timeout, heartbeat=beat)
+    r = run_check(
+        cmd.argv, cwd=repo.root, env=env, timeout=cmd.timeout, heartbeat=beat, policy=policy
+    )
     if r.not_found:
         return Check(
             cid,
@@ -173,7 +176,7 @@ def run_command(
             f"{shown} did not finish within {cmd.timeout:g}s and was stopped",
             f"make it faster or raise its timeout in {FILENAME}",
         )
-    if r.error is not None:  # not executable, and the like
+    if r.error is not None:  # not executable, the sandbox unavailable, and the like
         return Check(cid, "fail", f"not available: {r.error}", r.fix)
     log_dir.mkdir(parents=True, exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", cmd.name)
@@ -182,6 +185,14 @@ def run_command(
     fsutil.atomic_write(log, f"$ {shown}\n# exit {r.returncode} after {r.seconds:.1f}s\n{out}{err}")
     if r.ok:
         return Check(cid, "pass", f"{shown} ({r.seconds:.1f}s)", seconds=r.seconds)
+    if r.denied:  # the sandbox refused it something: that, in one line, is the reason
+        return Check(
+            cid,
+            "fail",
+            f"{shown} exited {r.returncode}: {r.denied}",
+            f"checks run under the session's sandbox (docs/verify.md); full output: {log}",
+            seconds=r.seconds,
+        )
     tail = (err.strip() or out.strip()).splitlines()[-3:]
     return Check(
         cid,
@@ -189,6 +200,51 @@ def run_command(
         f"{shown} exited {r.returncode}" + (": " + " | ".join(tail) if tail else ""),
         f"full output: {log}",
         seconds=r.seconds,
+    )
+
+
+def changed_commands(
+    repo: Repo, base: Baseline, commands: list[VerifyCommand], env: Mapping[str, str]
+) -> list[str]:
+    """The verify commands that are new or different from the ones committed at the session's
+    baseline, each as `name: argv`: the change's own, which an agent may have written; verify,
+    `status` and the report name them before they run."""
+    if base.head is None:
+        before: dict[str, tuple[str, ...]] = {}
+    else:
+        shown = repo.git("show", f"{base.head}:{FILENAME}", check=False)
+        try:
+            cfg = config.from_text(shown.stdout, Path(FILENAME)) if shown.ok else None
+            before = {c.name: tuple(c.argv) for c in commands_from(cfg)} if cfg else {}
+        except PlanBuildError:  # the committed file was broken: every command is the change's
+            before = {}
+    return [
+        redact.clean(f"{c.name}: {proc.quote(c.argv)}", env)
+        for c in commands
+        if before.get(c.name) != tuple(c.argv)
+    ]
+
+
+def git_state(repo: Repo) -> dict[str, str]:
+    """Every ref and HEAD (symbolic target and commit): what no check may move."""
+    refs = repo.git("for-each-ref", "--format=%(refname) %(objectname)", check=False).stdout
+    state = dict(line.split(" ", 1) for line in refs.splitlines() if " " in line)
+    state["HEAD"] = (repo.git("rev-parse", "--verify", "-q", "HEAD", check=False).stdout).strip()
+    sym = repo.git("symbolic-ref", "-q", "HEAD", check=False).stdout.strip()
+    state["HEAD (branch)"] = sym
+    return state
+
+
+def check_git_state(before: dict[str, str], after: dict[str, str]) -> Check:
+    moved = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if not moved:
+        return Check("git.state", "pass", "no ref moved while verifying")
+    return Check(
+        "git.state",
+        "fail",
+        "moved while verifying: " + vc.shown(moved),
+        "something committed, moved a branch or switched HEAD during verify: look at "
+        "`git reflog`, put it back, and run plan-build verify again",
     )
 
 
@@ -267,8 +323,26 @@ def run(
                 )
             )
         log_dir = baseline_mod.sessions_dir(repo) / base.id / "logs"
+        changed = changed_commands(repo, base, commands, env) if commands else []
+        if changed:
+            if progress:
+                progress("verify commands changed in this session: " + "; ".join(changed))
+            rows.append(
+                Check(
+                    "commands.changed",
+                    "warn",
+                    "changed in this session (run under the sandbox): " + "; ".join(changed),
+                    f"read them in {FILENAME} before you trust their result",
+                )
+            )
+        policy = sandbox.for_repo(repo, env) if commands else None
+        refs_before = git_state(repo) if commands else {}
         for cmd in commands:
-            rows.append(run_command(repo, cmd, env=env, log_dir=log_dir, progress=progress))
+            rows.append(
+                run_command(repo, cmd, env=env, log_dir=log_dir, progress=progress, policy=policy)
+            )
+        if commands:
+            rows.append(check_git_state(refs_before, git_state(repo)))
         sub = vc.check_submodules(repo, change)
         if sub is not None:
             rows.append(sub)

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from plan_build.core import sandbox
 from plan_build.core.checkrun import CheckRun, run_check
 from plan_build.core.ui import Console
 from plan_build.dispatch.attempt import HEARTBEAT_EVERY
@@ -26,10 +27,12 @@ def _verify_run(cmd: Command, r: CheckRun, limit: int) -> VerifyRun:
         output = r.stdout
     elif r.not_found:
         output = f"{cmd.argv[0]}: command not found"
-    elif r.error is not None:  # not executable
-        output = r.error
+    elif r.error is not None:  # not executable, the sandbox unavailable
+        output = r.error + (f"\nfix: {r.fix}" if r.fix else "")
     else:
         output = _combine(r.stdout, r.stderr)
+        if r.denied:  # the sandbox's refusal first: it is the reason, whatever followed
+            output = f"plan-build: {r.denied}\n{output}"
     return VerifyRun(cmd.text, cmd.argv[0], r.returncode, r.seconds, r.timed_out, output, limit)
 
 
@@ -48,6 +51,8 @@ def verify(
     """Run the task's commands in order; `on_command(text)` is told which one starts (what an
     interruption reports), `heartbeat(what)` makes the beat for a long one."""
     runs: list[VerifyRun] = []
+    # the task's commands are the plan's (an agent's) to write: they run under the sandbox
+    policy = sandbox.for_checks(root, env) if task.commands else None
     for cmd in task.commands:
         on_command(cmd.text)
         checked = run_check(
@@ -60,6 +65,7 @@ def verify(
             supervised=True,
             on_start=on_start,
             cancel=cancel,
+            policy=policy,
         )
         run = _verify_run(cmd, checked, limit)
         runs.append(run)

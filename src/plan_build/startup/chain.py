@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
-from plan_build.core import agentmemory, sessionvars
+from plan_build.core import agentmemory, guard, interact, sandbox, sessionvars
 from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
@@ -28,11 +28,16 @@ class Request:
     prompt: bool = False
     new: bool = False
     dry_run: bool = False
+    unguarded: bool = False  # launch without the sandbox: asked in words, recorded (ADR 0190)
 
 
 def start(session: Session, req: Request) -> None:
     opts = preflight.Options(
-        mode=req.mode, yolo=req.yolo, prompt=req.prompt, need_terminal=not req.dry_run
+        mode=req.mode,
+        yolo=req.yolo,
+        prompt=req.prompt,
+        need_terminal=not req.dry_run,
+        unguarded=req.unguarded,
     )
     blockers: list[str] = []
     report = checked(session, opts, blockers, dry_run=req.dry_run)
@@ -54,8 +59,8 @@ def start(session: Session, req: Request) -> None:
     }
     if req.prompt:
         context.update(enhanced_context(session, report, payload, dry_run=req.dry_run))
-    session_id = None if req.dry_run else baseline.new_id()
-    context["session_id"] = session_id
+    session_id = baseline.new_id()  # named in the prompt and the environment only for real
+    context["session_id"] = None if req.dry_run else session_id
     if req.mode == "architect":
         # planned first (nothing moved yet), so every check below runs before any side effect
         context.update(
@@ -64,9 +69,11 @@ def start(session: Session, req: Request) -> None:
     env_added = agentmemory.memory_env(project_id, degraded=report.memory_mode == "degraded")
     if session.resources.release_path is not None:
         env_added[sessionvars.RELEASE] = str(session.resources.release_path)
-    if session_id is not None:
+    if not req.dry_run:
         env_added[sessionvars.SESSION] = session_id
-    layer = claudelayer.plan(repo, req.mode)
+    policy = None if req.unguarded else claudelayer.policy_for(repo, session.env)
+    env_added[sessionvars.GUARD] = "unguarded" if req.unguarded else "sandbox"
+    layer = claudelayer.plan(repo, req.mode, policy=policy)
     env_added[claudelayer.HOOK_ENV] = claudelayer.hook_program()
 
     def build() -> launch.Launch:
@@ -92,14 +99,18 @@ def start(session: Session, req: Request) -> None:
                 code=ExitCode.PREFLIGHT,
             )
         return
-    # Side effects, in order: the baseline (so the archive move belongs to the session's
-    # change), then the archive. A failed archive aborts the launch with the records in place.
+    chosen = settle_guard(session, session_id, policy)
+    # Side effects, in order: the guard record, the baseline (so the archive move belongs to the
+    # session's change), then the archive. A failed archive aborts the launch with the records
+    # in place.
+    guard.record_guard(repo.state_dir, chosen)
     baseline.capture(
         repo,
         session_id=session_id,
         mode=req.mode,
         memory_mode=report.memory_mode,
         memory_reason=degraded_reason(report, session.env),
+        guard=chosen.mode,
     )
     if req.mode == "architect" and req.new:
         done = architect_context(session, repo, new=True, dry_run=False)
@@ -107,6 +118,30 @@ def start(session: Session, req: Request) -> None:
             context.update(done)
             plan = build()
     go(session, plan, req, report.memory_mode)
+
+
+def settle_guard(session: Session, session_id: str, policy: sandbox.Policy | None) -> guard.Guard:
+    """The session's guard: the sandbox (preflight proved it can run here), or — only when
+    the person asked with --unguarded — no sandbox, confirmed by typing the words on the
+    terminal, never by an agent (interact.require_person refuses inside one)."""
+    if policy is not None:
+        how = f"sandbox active: bubblewrap, policy {policy.digest()}"
+        return guard.new_guard(session_id, "sandbox", how, policy)
+    presence = interact.require_person(
+        session.env, what="a session without the sandbox", command="plan-build plan --unguarded"
+    )
+    words = guard.UNGUARDED_WORDS
+    question = (
+        "Without the sandbox, Claude's commands and the project's checks can commit, push and "
+        f"rewrite git state. Type `{words}` to launch that way"
+    )
+    if not session.ui.type_words(question, words):
+        raise PlanBuildError(
+            "the unguarded launch was not confirmed",
+            "start again without --unguarded (install bubblewrap and socat: plan-build setup)",
+            code=ExitCode.APPROVAL,
+        )
+    return guard.new_guard(session_id, "unguarded", f"typed `{words}` {presence}", None)
 
 
 def checked(

@@ -1,7 +1,11 @@
 """plan-build's settings layer inside Claude Code: the file the launch passes with `--settings`.
 
-Two layers, because either can fail open (docs/adr/0170):
+Three layers (docs/adr/0170, 0190):
 
+- Claude Code's own sandbox (`sandbox` in the settings, rendered from core/sandbox.py's one
+  policy): every Bash command and everything it starts cannot write git state or plan-build's
+  records, or reach the network beyond the hosts the user allowed. This is the layer that holds
+  by capability (docs/adr/0190); the two below make refusals quick and friendly;
 - `permissions.deny` rules for `git commit`, `git push` and plan-build's approval commands (by
   every name the program goes by here), which Claude applies in every permission mode, bypass
   included, with its own command parsing;
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import plan_build
-from plan_build.core import fsutil, proc, sessionvars
+from plan_build.core import fsutil, proc, sandbox, sessionvars
 from plan_build.core.gitrepo import Repo
 
 HOOK_ENV = sessionvars.HOOK
@@ -88,8 +92,16 @@ def deny_rules(launchers: tuple[str, ...] = ()) -> list[str]:
 
 
 def settings(
-    mode: str, *, launchers: tuple[str, ...] = (), state: Path | None = None
+    mode: str,
+    *,
+    launchers: tuple[str, ...] = (),
+    state: Path | None = None,
+    policy: sandbox.Policy | None = None,
 ) -> dict[str, object]:
+    """The settings for a session of `mode`; with `policy`, Claude's sandbox holds every Bash
+    command (and all it starts) to it — the layer that holds by capability (ADR 0190). None
+    only for a session a person chose to run unguarded."""
+
     def hook(event: str) -> dict[str, object]:
         live = state if event.startswith("post-") else None
         return {
@@ -111,19 +123,32 @@ def settings(
             {"matcher": FILE_TOOLS, "hooks": [hook("post-edit")]},
             {"matcher": "Bash", "hooks": [hook("post-bash")]},
         ]
-    return {"permissions": {"deny": deny_rules(launchers)}, "hooks": hooks}
+    out: dict[str, object] = {"permissions": {"deny": deny_rules(launchers)}, "hooks": hooks}
+    if policy is not None:
+        out["sandbox"] = sandbox.claude_settings(policy)
+    return out
 
 
-def plan(repo: Repo, mode: str) -> Layer:
+def policy_for(
+    repo: Repo, env: Mapping[str, str], allow_write: tuple[Path, ...] = ()
+) -> sandbox.Policy:
+    """The session's policy: the work tree writable, its git state and plan-build's records
+    read-only, the home directory's credential files unreadable."""
+    return sandbox.for_tree(
+        repo.root,
+        git_dir=repo.git_dir,
+        common_dir=repo.common_dir,
+        env=env,
+        allow_write=allow_write,
+    )
+
+
+def plan(repo: Repo, mode: str, *, policy: sandbox.Policy | None) -> Layer:
     """The settings for a session of `mode` in `repo`, and the file they go to."""
     launcher = proc.which("plan-build")
     launchers = (launcher,) if launcher else ()
-    text = (
-        json.dumps(
-            settings(mode, launchers=launchers, state=repo.state_dir), indent=2, sort_keys=True
-        )
-        + "\n"
-    )
+    data = settings(mode, launchers=launchers, state=repo.state_dir, policy=policy)
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     import hashlib  # only a launch needs it
 
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

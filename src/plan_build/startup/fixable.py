@@ -34,6 +34,16 @@ def _can(session: Session, check: Check) -> bool:
             if proc.which(tool, env) is not None:
                 return check.cause in PLUGIN_CAUSES and config_ok
             return proc.which("npm", env) is not None and config_ok
+    if check.id == "sandbox.layer":  # as root, with a package manager setup knows
+        import os
+
+        from plan_build.startup.setupplan import SANDBOX_PACKAGES
+
+        return (
+            check.cause == "missing"
+            and os.geteuid() == 0
+            and any(proc.which(m, env) for m in SANDBOX_PACKAGES)
+        )
     if check.id == "memory.server":
         from plan_build.core import agentmemory
 

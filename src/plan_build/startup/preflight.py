@@ -39,6 +39,7 @@ LABELS = {
     "auggie.login": "Auggie login",
     "wsl.drive": "WSL drive",
     "wsl.exe": "Windows agents",
+    "sandbox.layer": "sandbox",
 }
 GROUPS = {"tool.": "tools", "claude.plugin.": "Claude plugins"}
 
@@ -49,6 +50,7 @@ class Options:
     yolo: bool = False
     prompt: bool = False
     need_terminal: bool = True  # plan/architect launch; the report alone only warns
+    unguarded: bool = False  # the person asked to launch without the sandbox (--unguarded)
     extra: Sequence[Callable[[Session], Probe]] = ()
 
 
@@ -182,6 +184,27 @@ def check_yolo_root(session: Session) -> Check:
     )
 
 
+def check_sandbox(session: Session, opts: Options) -> Check:
+    """The layer that keeps agents and checks away from git state (ADR 0190): bubblewrap that
+    can make a namespace here, and socat for Claude's network proxy."""
+    from plan_build.core import sandbox
+
+    if opts.unguarded:
+        return Check(
+            "sandbox.layer",
+            "warn",
+            "unguarded at your request: Claude's commands and the project's checks will run "
+            "without the sandbox (the launch asks you to confirm it in words)",
+        )
+    layer = sandbox.probe(session.env)
+    if layer.ok:
+        return Check("sandbox.layer", "pass", f"bubblewrap and socat ({layer.bwrap})")
+    cause = "missing" if layer.problem and layer.problem.endswith("not installed") else "broken"
+    return Check(
+        "sandbox.layer", "fail", layer.problem or "unavailable", sandbox.INSTALL_FIX, cause=cause
+    )
+
+
 def check_process_tree() -> Check | None:
     """A warning row where the supervisor cannot hold a command's whole tree as it does on
     Linux (macOS; /proc hidden; the subreaper refused); no row where it can."""
@@ -224,6 +247,7 @@ def run(session: Session, opts: Options) -> Report:
     if opts.prompt:  # `auggie` on PATH and its login: tool.auggie, auggie.login
         probes.append(enhancechecks.preflight_probe(session))
     probes += [lambda: check_safe_mode(session), lambda: check_skill(session, opts.mode)]
+    probes.append(lambda: check_sandbox(session, opts))
     memory_checks = memory_probes(session, opts)
     probes += memory_checks
     probes += [make(session) for make in opts.extra]

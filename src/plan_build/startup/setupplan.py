@@ -34,6 +34,7 @@ def plan(session: Session, report: preflight.Report, opts: Options) -> list[Step
 
         config = load(report.repo.root)
     p = Planner(session, report, opts, config)
+    sandbox_steps(p)
     tools = tool_steps(p)
     claude_steps(p, tools.get("claude"))
     codex_steps(p, tools.get("codex"))
@@ -95,6 +96,53 @@ def tool_steps(p: Planner) -> dict[str, str]:
             sources.CODERABBIT_HINT,
         )
     return planned
+
+
+# the system package managers setup may run for the sandbox's packages (as root only)
+SANDBOX_PACKAGES = {
+    "apt-get": ["apt-get", "install", "-y", "-q", "bubblewrap", "socat"],
+    "dnf": ["dnf", "install", "-y", "bubblewrap", "socat"],
+    "pacman": ["pacman", "-S", "--noconfirm", "--needed", "bubblewrap", "socat"],
+    "zypper": ["zypper", "--non-interactive", "install", "bubblewrap", "socat"],
+}
+
+
+def sandbox_steps(p: Planner) -> None:
+    """bubblewrap and socat (the sandbox, ADR 0190): installed with the system's package
+    manager when setup runs as root; otherwise the user's item, with the command to run
+    (plan-build never uses sudo). A sandbox that is installed but cannot start here (a
+    container that forbids namespaces) is the user's to fix."""
+    import os
+
+    check = p.failed("sandbox.layer")
+    if check is None:
+        return
+    manager = next((m for m in SANDBOX_PACKAGES if proc.which(m, p.env)), None)
+    if check.cause != "missing" or manager is None:
+        p.manual(check.id, check.detail, check.remediation or "")
+        return
+    argv = SANDBOX_PACKAGES[manager]
+    if os.geteuid() != 0:
+        p.manual(check.id, "install bubblewrap and socat", "sudo " + proc.quote(argv))
+        return
+    p.add(
+        Step(
+            id="sandbox.packages",
+            check=check.id,
+            title=f"install bubblewrap and socat with {manager}",
+            command=proc.quote(argv),
+            changes=("the system's packages: bubblewrap, socat",),
+            remedy=f"read {manager}'s error above (apt-get may need `apt-get update` first)",
+            action=partial(p.run_argv, argv, NPM_TIMEOUT),
+            verify=partial(_sandbox_problem, p),
+        )
+    )
+
+
+def _sandbox_problem(p: Planner) -> str | None:
+    from plan_build.core import sandbox
+
+    return sandbox.probe(p.env).problem
 
 
 def npm_prefix(p: Planner, npm: str) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from plan_build.core import codexusage
 from plan_build.views import story as st
+from plan_build.views.session import guard_text
 
 if TYPE_CHECKING:
     from plan_build.core.gitrepo import Repo
@@ -127,6 +128,7 @@ def render(story: st.Story, fmt: str, templates: Path) -> str:
     env.filters["seconds"] = _seconds
     env.filters["tokens"] = _tokens
     env.filters["md"] = _md_cell
+    env.globals["guard"] = guard_text
     diff, left_out = bounded_diff(story.diff)
     context = {
         "s": story,

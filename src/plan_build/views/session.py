@@ -148,7 +148,17 @@ class SessionFacts:
             "pre_existing": self.pre_existing,
             "identity": self.identity.as_json(),
             "memory": self.memory.as_json(),
+            "guard": self.baseline.guard,
         }
+
+
+def guard_text(guard: str | None) -> str:
+    """How the session was guarded, in the header's words (status and the report; ADR 0190)."""
+    if guard == "unguarded":
+        return "UNGUARDED (no sandbox, chosen at the launch)"
+    if guard == "sandbox":
+        return "sandbox on"
+    return "guard not recorded"
 
 
 def _identity(repo: Repo) -> IdentityFacts:

@@ -21,7 +21,7 @@ from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.views import progress
 from plan_build.views.missing import COMMIT, RepoNow, judged, repo_now, what_is_missing
-from plan_build.views.session import SessionFacts
+from plan_build.views.session import SessionFacts, guard_text
 from plan_build.views.session import gather as gather_session
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def _header(f: StatusFacts) -> list[str]:
     memory = f"memory {s.memory.mode}" if s.memory.mode else "memory mode not recorded"
     if s.memory.mode == "degraded":
         memory += f" ({s.memory.reason or 'reason not recorded'})"
-    lines.append(f"  repository {ident} · {memory}")
+    lines.append(f"  repository {ident} · {memory} · {guard_text(s.baseline.guard)}")
     base = s.baseline_commit[:12] if s.baseline_commit else "no commit yet"
     where = f"  baseline {s.branch or 'detached HEAD'} @ {base}"
     if s.committed:

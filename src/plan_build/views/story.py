@@ -132,6 +132,7 @@ class Header:
     memory_mode: str | None
     memory_reason: str | None
     identity: str | None
+    guard: str | None = None  # "sandbox" / "unguarded" as the launch recorded it (ADR 0190)
 
 
 @dataclass(frozen=True)

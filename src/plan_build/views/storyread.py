@@ -303,6 +303,7 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path, session_id: str | None
             facts.memory.mode,
             facts.memory.reason,
             facts.identity.value,
+            facts.baseline.guard,
         ),
         outcome=_outcome(repo, env, cwd, facts),
         files=tuple(
