@@ -269,3 +269,22 @@ def test_the_guard_comes_from_the_sessions_baseline_read_tolerantly(
 
     monkeypatch.setattr(baseline, "current", no_session)
     assert review_commands.session_guard(s) is None
+
+
+def test_the_records_name_the_guard_the_launch_recorded(
+    cli, repo: Path, private_home: Path, stubs
+) -> None:
+    (repo.parent / "plan.md").write_text("# Plan\n\n1. Add app.py.\n")
+    claude_session(private_home, repo)
+    baseline.capture(gitrepo.discover(repo), session_id="s1", guard="sandbox")
+    stubs.rule("codex", codex_rule(CLEAN))
+    for rule in reversed(rabbit_agent(rabbit_complete())):
+        stubs.rule("coderabbit", rule)
+    wdir = reviewed_implementation(cli, repo)
+    assert cli("review.approve", cwd=repo).code == 0
+    sandboxed = "session guard at launch: sandbox (Claude Code's OS sandbox)"
+    for phase in ("plan", "implement"):
+        assert json.loads(wdir.approval(phase, 1).read_text())["confirmed_how"].endswith(sandboxed)
+    commit_now(repo)
+    record = json.loads((repo / ".git/plan-build/sessions/s1/commit-approval.json").read_text())
+    assert record["confirmed_how"] == HOW + "sandbox (Claude Code's OS sandbox)"
