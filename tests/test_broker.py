@@ -156,7 +156,7 @@ def test_a_run_is_marked_as_brokered_and_has_no_broker(repo: Path) -> None:
     tools = repo / "node_modules" / ".bin"
     tools.mkdir(parents=True)
     path = os.pathsep.join([str(tools), "bin", "", "/usr/bin", "/bin"])
-    env = broker.run_env({"PATH": path}, Path(os.path.realpath(repo)))
+    env = broker.run_env({"PATH": path}, _places(repo))
     assert env["PATH"] == os.pathsep.join(["/usr/bin", "/bin"])  # no agent-writable git
 
 
@@ -349,6 +349,7 @@ def test_the_entry_point_reads_the_brokers_variable_by_its_one_name() -> None:
     from plan_build.core import sessionvars
 
     assert main.BROKER == sessionvars.BROKER == brokerclient.ENV
+    assert main.BROKERED == sessionvars.BROKERED == brokerclient.BROKERED
 
 
 def test_report_out_is_refused_through_the_broker(serving: broker.Broker, repo: Path) -> None:
@@ -452,3 +453,13 @@ def test_a_killed_brokers_spool_is_swept_at_the_next_launch(repo: Path, tmp_path
     assert not dead.exists()
     assert live.is_dir()
     assert fresh.is_dir()
+
+
+def test_a_run_checks_its_own_cwd_after_it_started(repo: Path, tmp_path: Path) -> None:
+    """The broker checked the folder it was asked for; a folder swapped for a link after that
+    check would start the run elsewhere: the run itself refuses to work there."""
+    marked = {brokerclient.BROKERED: _places(repo).as_env()}
+    r = run_cli("status", cwd=tmp_path, env=marked)
+    assert r.code == 2
+    assert "runs plan-build only in the repository's work tree" in r.stderr
+    assert run_cli("--version", cwd=repo, env=marked).code == 0

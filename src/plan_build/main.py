@@ -18,7 +18,9 @@ from collections.abc import Sequence
 
 from plan_build.outcomes import guarded
 
-BROKER = "PLAN_BUILD_BROKER"  # sessionvars.BROKER, spelt here so `status` imports nothing more
+# sessionvars.BROKER and .BROKERED, spelt here so `status` imports nothing more
+BROKER = "PLAN_BUILD_BROKER"
+BROKERED = "PLAN_BUILD_BROKERED"
 
 # the command lines answered without Invoke: exactly what `status` accepts, no more
 DIRECT: dict[tuple[str, ...], bool] = {("status",): False, ("status", "--json"): True}
@@ -46,6 +48,14 @@ def main() -> None:
         from plan_build.core import brokerclient
 
         sys.exit(brokerclient.forward(sys.argv[1:], Path(spool)))
+    brokered = os.environ.get(BROKERED)
+    if brokered and brokered != "1":  # a broker's run: where it runs now, checked for good
+        from plan_build.startup.brokerrules import confine_run
+
+        refusal = confine_run(brokered, os.getcwd())
+        if refusal is not None:
+            sys.stderr.write(f"plan-build: {refusal}\n")
+            sys.exit(int(refusal.code))
     json = direct_json(sys.argv[1:])
     if json is None:
         from plan_build.program import build_program

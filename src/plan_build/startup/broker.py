@@ -59,13 +59,15 @@ def program() -> tuple[str, ...]:
     return (sys.executable, "-I", "-c", code)
 
 
-def run_env(env: Mapping[str, str], worktree: Path | None = None) -> dict[str, str]:
+def run_env(env: Mapping[str, str], places: Places | None = None) -> dict[str, str]:
     """The environment of every run: the launch's, without the broker's own variable (a run
-    does its work itself) and marked as brokered (approval twins refuse such a run). PATH
-    keeps no relative entry and none inside the work tree: the agent writes there, and a `git`
-    it put on PATH would run outside the sandbox."""
+    does its work itself) and marked as brokered (approval twins refuse such a run), the mark
+    naming where the run may be (it checks its own cwd). PATH keeps no relative entry and none
+    inside the work tree: the agent writes there, and a `git` it put on PATH would run outside
+    the sandbox."""
+    worktree = places.worktree if places is not None else None
     out = {k: v for k, v in env.items() if k != brokerclient.ENV}
-    out[brokerclient.BROKERED] = "1"
+    out[brokerclient.BROKERED] = places.as_env() if places is not None else "1"
     if "PATH" in out:
         kept = []
         for entry in out["PATH"].split(os.pathsep):
@@ -200,7 +202,7 @@ class Broker:
             done = proc.run(
                 [*self.argv0, *argv],
                 cwd=cwd,
-                env=run_env(self.env, self.places.worktree),
+                env=run_env(self.env, self.places),
                 timeout=RUN_TIMEOUT,
                 cancel=run.cancel,
                 supervised=True,

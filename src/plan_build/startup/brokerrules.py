@@ -148,6 +148,25 @@ class Places:
     def _in_work_tree(self, real: Path) -> bool:
         return within(real, self.worktree) and not within(real, self.git_dir)
 
+    def as_env(self) -> str:
+        """The places as the value of PLAN_BUILD_BROKERED, so the run checks its own cwd."""
+        import json
+
+        return json.dumps(
+            {"worktree": str(self.worktree), "git_dir": str(self.git_dir), "waves": str(self.waves)}
+        )
+
+    @classmethod
+    def from_env(cls, value: str) -> Places | None:
+        """The places a broker gave its run; None for any other value."""
+        import json
+
+        try:
+            data = json.loads(value)
+            return cls(Path(data["worktree"]), Path(data["git_dir"]), Path(data["waves"]))
+        except (ValueError, TypeError, KeyError):
+            return None
+
     def path_refusal(self, argv: Sequence[str], cwd: str) -> PlanBuildError | None:
         """Refuse `report --out` and a `review.plan --plan` that leads outside the work tree
         and Claude's plans (symbolic links resolved); None when the paths are fine."""
@@ -172,6 +191,16 @@ class Places:
                 code=ExitCode.USAGE,
             )
         return None
+
+
+def confine_run(value: str, cwd: str) -> PlanBuildError | None:
+    """A brokered run's own check of where it runs (`plan_build.main`, first thing): the
+    broker checked the cwd it was asked for, but a folder can be swapped for a link between
+    that check and the run's start; the process's cwd, once it runs, cannot."""
+    places = Places.from_env(value)
+    if places is None or places.allows(cwd):
+        return None
+    return outside(cwd)
 
 
 def command_of(argv: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -206,6 +235,7 @@ __all__ = [
     "WRITE_FLAGS",
     "Places",
     "command_of",
+    "confine_run",
     "judge",
     "outside",
     "within",
