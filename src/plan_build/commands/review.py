@@ -19,6 +19,20 @@ FOCUS = "extra focus for this round's review (the first review.plan also records
 JSON = "print machine-readable JSON on stdout"
 
 
+def session_guard(s: Session) -> str | None:
+    """The guard the session's launch recorded ("sandbox" / "unguarded"), for an approval
+    record's `confirmed_how`; None when there is no session or it predates the field."""
+    from plan_build.core.errors import PlanBuildError
+    from plan_build.delivery import baseline
+
+    try:
+        base = baseline.current(s.repo, s.env, allow_committed=True)
+    except PlanBuildError:
+        return None
+    guard = getattr(base, "guard", None)
+    return guard if isinstance(guard, str) else None
+
+
 @command(default=True, help={"workflow": WORKFLOW, "focus": FOCUS})
 def review(c: Any, workflow: str | None = None, focus: str | None = None) -> None:
     """Run the next review for the current workflow's phase, or say what it is waiting for."""
@@ -53,7 +67,8 @@ def impl(c: Any, workflow: str | None = None, focus: str | None = None) -> None:
     """
     from plan_build.review import commands
 
-    commands.review_impl(Session.from_process(), workflow=workflow, focus=focus)
+    s = Session.from_process()
+    commands.review_impl(s, workflow=workflow, focus=focus, guard=session_guard(s))
 
 
 @command(help={"workflow": WORKFLOW, "focus": FOCUS})
@@ -69,7 +84,8 @@ def approve(c: Any, workflow: str | None = None) -> None:
     """Approve the current round: plan → implementation, or complete the workflow."""
     from plan_build.review import commands
 
-    commands.review_approve(Session.from_process(), workflow=workflow)
+    s = Session.from_process()
+    commands.review_approve(s, workflow=workflow, guard=session_guard(s))
 
 
 @command(help={"workflow": WORKFLOW})

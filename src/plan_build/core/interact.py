@@ -24,7 +24,13 @@ from plan_build.core import interrupts
 from plan_build.core.errors import ExitCode, PlanBuildError
 
 # Set by Claude Code and Codex in the commands they run.
-AGENT_MARKERS = ("CLAUDECODE", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED")
+# PLAN_BUILD_BROKERED: the session broker's runs, which act for an agent (startup/broker.py)
+AGENT_MARKERS = (
+    "CLAUDECODE",
+    "CODEX_SANDBOX",
+    "CODEX_SANDBOX_NETWORK_DISABLED",
+    "PLAN_BUILD_BROKERED",
+)
 # Programs whose descendants are agents, by the names a process goes by (proctree.describe).
 AGENT_PROGRAMS = {"claude": "Claude Code", "codex": "Codex"}
 OUTSIDE = (

@@ -131,6 +131,7 @@ def run(
     on_start: Callable[[int], None] | None = None,
     stdout_file: Path | None = None,
     on_line: Callable[[str], None] | None = None,
+    stderr_file: Path | None = None,
 ) -> Completed:
     """Run `argv` to completion and capture its output as text.
 
@@ -146,7 +147,9 @@ def run(
     are then empty, and the caller reads the file (Codex's event stream can be large).
     `on_line(line)` is told each line of stdout as it arrives (a wave's progress shows
     Codex's latest event); stdout is still returned whole, or, with `stdout_file` too, written
-    to that file line by line as it is told.
+    to that file line by line as it is told. With `stderr_file`, stderr goes to that file the
+    same way (`Completed.stderr` is then empty): the session broker's runs, which a client
+    reads while they last.
     """
     args, code, out, err, seconds = _execute(
         argv,
@@ -162,6 +165,7 @@ def run(
         on_start=on_start,
         stdout_file=stdout_file,
         on_line=on_line,
+        stderr_file=stderr_file,
     )
     result = Completed(tuple(args), code, out or "", err or "", seconds)
     log.debug("exit %s after %.3fs: %s", result.returncode, result.seconds, quote(args))
@@ -223,6 +227,7 @@ def _execute(
     on_start: Callable[[int], None] | None = None,
     stdout_file: Path | None = None,
     on_line: Callable[[str], None] | None = None,
+    stderr_file: Path | None = None,
 ) -> tuple[list[str], int, Any, Any, float]:
     """Start, wait, and return (argv, exit code, stdout, stderr, seconds)."""
     args = [os.fspath(a) for a in argv]
@@ -230,7 +235,7 @@ def _execute(
     started = time.monotonic()
     child, lifeline, sink = _spawn(
         args, cwd=cwd, env=env, has_input=input is not None, text=text, supervised=supervised,
-        stdout_file=stdout_file, tee=on_line is not None and text,
+        stdout_file=stdout_file, tee=on_line is not None and text, stderr_file=stderr_file,
     )  # fmt: skip
     tee = _Tee(child, on_line, sink) if on_line is not None and text else None
     try:
@@ -268,29 +273,39 @@ def _spawn(
     supervised: bool,
     stdout_file: Path | None,
     tee: bool,
+    stderr_file: Path | None = None,
 ) -> tuple[subprocess.Popen[Any], int | None, int | None]:
     """Start the child (supervised or not): (child, lifeline, sink). With `stdout_file` the
     child writes that file itself, or, when its lines are teed, the tee writes them to `sink`."""
     lifeline: int | None = None
     stdout: int | None = None  # the file the child writes itself
     sink: int | None = None  # the file the tee writes what it reads
+    stderr: int | None = None
     if stdout_file is not None:
         if tee:
             sink = _open_output(stdout_file)
         else:
             stdout = _open_output(stdout_file)
     try:
+        if stderr_file is not None:
+            stderr = _open_output(stderr_file)
         if supervised:
-            child, lifeline = _start_supervised(args, cwd=cwd, env=env, text=text, stdout=stdout)
+            child, lifeline = _start_supervised(
+                args, cwd=cwd, env=env, text=text, stdout=stdout, stderr=stderr
+            )
         else:
-            child = _start(args, cwd=cwd, env=env, has_input=has_input, text=text, stdout=stdout)
+            child = _start(
+                args, cwd=cwd, env=env, has_input=has_input, text=text, stdout=stdout,
+                stderr=stderr,
+            )  # fmt: skip
     except BaseException:
         if sink is not None:
             os.close(sink)
         raise
     finally:
-        if stdout is not None:
-            os.close(stdout)  # the child holds its own copy
+        for fd in (stdout, stderr):
+            if fd is not None:
+                os.close(fd)  # the child holds its own copy
     return child, lifeline, sink
 
 
@@ -355,9 +370,10 @@ def _start(
     text: bool,
     pass_fds: tuple[int, ...] = (),
     stdout: int | None = None,
+    stderr: int | None = None,
 ) -> subprocess.Popen[Any]:
-    """Start the child in its own session, stdin closed unless input is meant; its stdout to
-    the descriptor `stdout` when one is given, else captured."""
+    """Start the child in its own session, stdin closed unless input is meant; its stdout
+    and stderr to the descriptors `stdout` and `stderr` when given, else captured."""
     try:
         return subprocess.Popen(
             args,
@@ -365,7 +381,7 @@ def _start(
             env=dict(env) if env is not None else None,
             stdin=subprocess.PIPE if has_input else subprocess.DEVNULL,
             stdout=subprocess.PIPE if stdout is None else stdout,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.PIPE if stderr is None else stderr,
             text=text,
             encoding="utf-8" if text else None,
             errors="replace" if text else None,
@@ -389,6 +405,7 @@ def _start_supervised(
     env: Mapping[str, str] | None,
     text: bool,
     stdout: int | None = None,
+    stderr: int | None = None,
 ) -> tuple[subprocess.Popen[Any], int]:
     """Start `args` under `plan_build.core.supervisor`; returns the child and its lifeline's write
     end."""
@@ -405,6 +422,7 @@ def _start_supervised(
             text=text,
             pass_fds=(read_end,),
             stdout=stdout,
+            stderr=stderr,
         )
     except BaseException:
         os.close(write_end)

@@ -16,6 +16,8 @@ SESSION = "PLAN_BUILD_SESSION"  # the session's id (the baseline's `refs/plan-bu
 MEMORY_MODE = "PLAN_BUILD_MEMORY_MODE"  # "required" or "degraded", as preflight settled it
 RELEASE = "PLAN_BUILD_RELEASE"  # the release directory the session's plan-build runs from
 HOOK = "PLAN_BUILD_HOOK"  # the command Claude Code's hooks run (settings name only the variable)
+BROKER = "PLAN_BUILD_BROKER"  # the session broker's spool: plan-build inside forwards to it
+BROKERED = "PLAN_BUILD_BROKERED"  # set by the broker in each run it starts (an agent's request)
 # "sandbox" or "unguarded": shown to the session's programs; what holds is the guard record
 # under the git dir (core/sandbox.py), never this variable
 GUARD = "PLAN_BUILD_GUARD"
@@ -43,6 +45,8 @@ def session_of(env: Mapping[str, str]) -> str | None:
 
 
 __all__ = [
+    "BROKER",
+    "BROKERED",
     "GUARD",
     "ID_PATTERN",
     "MAX_ID_LENGTH",

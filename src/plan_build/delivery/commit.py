@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from plan_build.core import fsutil, interrupts, snapshot
+from plan_build.core import confirmation, fsutil, interrupts, snapshot
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
 from plan_build.core.interact import Interaction, no_terminal, require_person
@@ -208,7 +208,7 @@ def run(
 ) -> Outcome:
     """Make the session's one commit, after every check and the user's approval."""
     message = _check_message(message)
-    how = require_person(env, what="the commit", command=COMMAND, parents=parents)
+    require_person(env, what="the commit", command=COMMAND, parents=parents)
     with repo_lock(repo):
         recovered = recover(repo, base)
         if recovered is not None:
@@ -236,6 +236,13 @@ def run(
                 "run plan-build verify and plan-build commit again",
                 code=ExitCode.BLOCKED,
             )
+        # what was established (ADR 0192): the answer on a terminal, a process that can write
+        # the protected state (so outside the session's sandbox), the guard the launch recorded
+        how = confirmation.how(
+            answered=confirmation.ON_TERMINAL,
+            state_dir=repo.state_dir,
+            guard=getattr(base, "guard", None),  # absent on sessions launched before it
+        )
         save_approval(repo, plan, record, review, accepted, how=how)
         return _publish(repo, plan, message, env, how)
 

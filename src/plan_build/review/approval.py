@@ -4,7 +4,9 @@ The commit step calls `current_approval(repo)`. It looks at the workflow that be
 current Claude session (or, without a session, the only candidate): an active workflow means
 the change is still in review; a completed one is approved only if plan-build recorded the
 final approval of an implementation round, and that approval is *stale* when the work tree
-(without `.claude/codex-review/`) is no longer the tree that round reviewed.
+(without `.claude/codex-review/`) is no longer the tree that round reviewed. An approval file
+without its matching protected twin (review/twins.py) is no approval: an agent's file tools
+can write the workflow folder, never the twin.
 
 It never writes anything and never claims a workflow.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 
 from plan_build.core import claudesessions as sessions
 from plan_build.core.gitrepo import Repo
+from plan_build.review import twins
 from plan_build.review.folders import load_all
 from plan_build.review.layout import WorkflowDir, find_root
 from plan_build.review.resolution import resolve
@@ -80,7 +83,7 @@ def current_approval(
         )
     now = current() if current is not None else fingerprint(repo, root)
     if wf is None:
-        wf = _best_completed(root, session.session_id if session else None, now)
+        wf = _best_completed(repo, root, session.session_id if session else None, now)
     if wf is None:
         return Approval(
             False, None, None, current_tree=now, reason="no review workflow for this change"
@@ -90,6 +93,9 @@ def current_approval(
     if wf.status != "completed" or record is None:
         why = "was marked done without approval" if wf.status == "completed" else f"is {wf.status}"
         return Approval(False, None, wf.id, current_tree=now, reason=f"workflow {wf.id} {why}")
+    forged = twins.check(repo, wdir, "implement", wf.round)
+    if forged is not None:
+        return Approval(False, None, wf.id, current_tree=now, reason=forged)
     if record.reviewed_tree is None:
         return Approval(
             True,
@@ -108,7 +114,7 @@ def current_approval(
     return Approval(True, record.reviewed_tree, wf.id, moved, now, reason)
 
 
-def _best_completed(root: Path, session_id: str | None, now: str) -> Workflow | None:
+def _best_completed(repo: Repo, root: Path, session_id: str | None, now: str) -> Workflow | None:
     """Among completed workflows (the session's and unowned ones when a session is known):
     one whose final approval covers exactly the current tree, else the most recent."""
     done = [w for w in load_all(root) if w.status == "completed"]
@@ -120,8 +126,13 @@ def _best_completed(root: Path, session_id: str | None, now: str) -> Workflow | 
     for w in done:
         if w.phase != "implement":
             continue
-        record = load_approval(WorkflowDir(root, w.id), "implement", w.round)
-        if record is not None and record.reviewed_tree == now:
+        wdir = WorkflowDir(root, w.id)
+        record = load_approval(wdir, "implement", w.round)
+        if (
+            record is not None
+            and record.reviewed_tree == now
+            and twins.check(repo, wdir, "implement", w.round) is None
+        ):
             return w
     return done[0]
 

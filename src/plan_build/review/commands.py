@@ -162,7 +162,9 @@ def _refuse_secrets(ctx: ReviewContext, data: bytes, shown: str) -> None:
     )
 
 
-def review_impl(s: Session, *, workflow: str | None, focus: str | None) -> None:
+def review_impl(
+    s: Session, *, workflow: str | None, focus: str | None, guard: str | None = None
+) -> None:
     ctx, res, target = require(
         s, workflow, "review.impl continues a workflow whose plan was reviewed"
     )
@@ -179,7 +181,7 @@ def review_impl(s: Session, *, workflow: str | None, focus: str | None) -> None:
                     found,
                 )
             require_codex(ctx)
-            wf = transitions.approve(ctx, wf, wdir)
+            wf = transitions.approve(ctx, wf, wdir, guard=guard)
         _review_or_describe(ctx, wf, wdir, focus)
 
 
@@ -192,10 +194,10 @@ def review_repeat(s: Session, *, workflow: str | None, focus: str | None) -> Non
         messages.finish(ctx, run_round(ctx, wf, wdir, focus))
 
 
-def review_approve(s: Session, *, workflow: str | None) -> None:
+def review_approve(s: Session, *, workflow: str | None, guard: str | None = None) -> None:
     ctx, res, _ = require(s, workflow, "nothing to approve")
     with locked(ctx, res) as (wf, wdir):
-        transitions.approve(ctx, wf, wdir)
+        transitions.approve(ctx, wf, wdir, guard=guard)
 
 
 def review_done(s: Session, *, workflow: str | None) -> None:

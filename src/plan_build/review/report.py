@@ -4,7 +4,8 @@ The JSON is a stable interface (extend, never rename): `workflow`, `phase`, `rou
 `status`, `counts` (`{severity: {total, fix, no_change, open}}`), `findings` (one object per
 ledger row of the round, keyed by the ledger's column names), `reviewed_tree`, `current_tree`
 and `stale` (implementation rounds), plus `task`, `owner_session`, `owner_cwd`,
-`plan_source`, `files`, `reviewers` and `blocking`.
+`plan_source`, `files`, `reviewers` and `blocking`; `approval` (a completed workflow:
+`{approved, reason}`, approved only with plan-build's protected twin, review/twins.py).
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from typing import Any
 
 from plan_build.core import codexusage
 from plan_build.core.ui import Console, printable
+from plan_build.review import twins
 from plan_build.review.findings import SEVERITIES
 from plan_build.review.gate import Problem, phase_round, record_of, stale
 from plan_build.review.gate import blocking as blocking_list
 from plan_build.review.ledger import Counts, Ledger, Row, counts
-from plan_build.review.roundfiles import RoundRecord
+from plan_build.review.roundfiles import RoundRecord, load_approval
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView
 
@@ -34,6 +36,7 @@ class Report:
     stale: bool | None = None
     blocking: list[Problem] = field(default_factory=list)
     synced: bool = True  # False when another process held the lock
+    approval: tuple[bool, str] | None = None  # a completed workflow: (approved, why)
 
 
 def build(ctx: ReviewContext, view: RoundView, ledger: Ledger, synced: bool = True) -> Report:
@@ -49,7 +52,22 @@ def build(ctx: ReviewContext, view: RoundView, ledger: Ledger, synced: bool = Tr
         report.reviewed_tree, report.current_tree, report.stale = stale(ctx, record)
     if view.wf.active:
         report.blocking = blocking_list(ctx, view, record)
+    else:
+        report.approval = _approval(ctx, view)
     return report
+
+
+def _approval(ctx: ReviewContext, view: RoundView) -> tuple[bool, str] | None:
+    """Whether a completed workflow's final round was approved by plan-build review.approve."""
+    wf = view.wf
+    if wf.status != "completed":
+        return None
+    if wf.phase != "implement" or load_approval(view.wdir, wf.phase, wf.round) is None:
+        return False, "completed without plan-build's approval of an implementation round"
+    forged = twins.check(ctx.repo, view.wdir, wf.phase, wf.round)
+    if forged is not None:
+        return False, forged
+    return True, f"implementation round {wf.round} approved with plan-build review.approve"
 
 
 def as_json(ctx: ReviewContext, r: Report) -> dict[str, Any]:
@@ -90,6 +108,9 @@ def as_json(ctx: ReviewContext, r: Report) -> dict[str, Any]:
         "stale": r.stale,
         "blocking": [p.text for p in r.blocking],
         "synced": r.synced,
+        "approval": (
+            None if r.approval is None else {"approved": r.approval[0], "reason": r.approval[1]}
+        ),
     }
 
 
@@ -114,6 +135,7 @@ def empty_json() -> dict[str, Any]:
         "stale": None,
         "blocking": [],
         "synced": None,
+        "approval": None,
     }
 
 
@@ -155,6 +177,8 @@ def print_status(ctx: ReviewContext, r: Report, console: Console) -> None:
     fresh = _freshness(r)
     if fresh:
         pairs.append(("Change", fresh))
+    if r.approval is not None:
+        pairs.append(("Approval", ("" if r.approval[0] else "NOT APPROVED: ") + r.approval[1]))
     for label, value in pairs:
         console.say(f"{label + ':':<18}{value}")
     c = r.counts

@@ -9,7 +9,8 @@ reader skips keys it does not know, so records stay readable both ways).
 
 `<phase>-approval-r<N>.json` is written once, when round N is approved: what was approved
 (tree, plan), which low findings were deferred and which skipped reviewers were waived, and
-that the user confirmed those on a terminal.
+that the user confirmed those on a terminal. It counts only with its protected twin under the
+git dir (review/twins.py, docs/adr/0192).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class ApprovalRecord:
     deferred: list[dict[str, str]] = field(default_factory=list)
     waived: list[dict[str, str]] = field(default_factory=list)
     confirmed_on_terminal: bool = False
-    confirmed_how: str = ""  # what showed the answer came from a person, not an agent
+    confirmed_how: str = ""  # what was established (core/confirmation.py), never a conclusion
 
 
 def sha256_file(path: Path) -> str | None:
@@ -145,14 +146,20 @@ def load_approval(wdir: WorkflowDir, phase: str, round: int) -> ApprovalRecord |
         raise _corrupt(path, str(exc)) from exc
 
 
+def approval_bytes(record: ApprovalRecord) -> bytes:
+    """The approval file's exact bytes (its protected twin holds their sha256: review/twins)."""
+    return _dump(record).encode("utf-8")
+
+
 def save_approval(wdir: WorkflowDir, record: ApprovalRecord) -> None:
-    atomic_write(wdir.approval(record.phase, record.round), _dump(record), mode=FILE_MODE)
+    atomic_write(wdir.approval(record.phase, record.round), approval_bytes(record), mode=FILE_MODE)
 
 
 __all__ = [
     "ApprovalRecord",
     "ReviewerRun",
     "RoundRecord",
+    "approval_bytes",
     "load_approval",
     "load_round",
     "save_approval",

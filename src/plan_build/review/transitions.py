@@ -6,15 +6,18 @@ MEDIUM finding is deferred, when the plan or the change moved since the round re
 and - in the implementation phase - while findings are marked FIX in the very round being
 approved (the fix has not been reviewed: apply it and repeat). Deferring LOW findings and
 going ahead without a reviewer that was skipped need the user's confirmation on a terminal,
-never inside an agent session (interact.require_person); both, and how the answer was
-confirmed, are written to the round's approval record. Without a terminal the gate stops
-(exit 4).
+never inside an agent session (interact.require_person); both, and what was established about
+the answer (core/confirmation.py), are written to the round's approval record, after its
+protected twin (review/twins.py). Without a terminal the gate stops (exit 4); a run of the
+session's broker never approves.
 """
 
 from __future__ import annotations
 
+from plan_build.core import confirmation
 from plan_build.core.errors import ExitCode, PlanBuildError, usage
 from plan_build.core.interact import require_person
+from plan_build.review import twins
 from plan_build.review.gate import (
     REPEAT,
     Problem,
@@ -26,7 +29,12 @@ from plan_build.review.gate import (
     sync_ledger,
 )
 from plan_build.review.layout import WorkflowDir, stamp
-from plan_build.review.roundfiles import ApprovalRecord, save_approval, sha256_file
+from plan_build.review.roundfiles import (
+    ApprovalRecord,
+    approval_bytes,
+    save_approval,
+    sha256_file,
+)
 from plan_build.review.runtime import ReviewContext
 from plan_build.review.steps import RoundView, Step, inspect
 from plan_build.review.workflowfile import Workflow, save
@@ -68,15 +76,20 @@ def gate(ctx: ReviewContext, view: RoundView) -> tuple[list[Problem], str | None
     return found, tree
 
 
-def approve(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
+def approve(
+    ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir, *, guard: str | None = None
+) -> Workflow:
     """Approve the current round (caller holds the lock): plan → implement round 1, or
-    implement → completed."""
+    implement → completed. `guard`: the session's guard as its launch recorded it, for the
+    approval record's `confirmed_how`. A run of the session's broker (an agent's) is refused
+    before anything is read; the protected twin is written before the approval file."""
     require_active(wf)
+    label = phase_round(wf.phase, wf.round)
+    twins.refuse_brokered(ctx.env, f"approving {label}", approve_command(wf))
     view = inspect(wf, wdir)
     sync_ledger(ctx, view)
     found, tree = gate(ctx, view)
     hard = [p for p in found if not p.waivable]
-    label = phase_round(wf.phase, wf.round)
     if hard:
         raise blocked(f"{label} cannot be approved yet", hard)
     if wf.phase == "implement" and tree is None:
@@ -85,12 +98,12 @@ def approve(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
             "unknown; the commit step will ask for a fresh review"
         )
     waivable = [p for p in found if p.waivable]
-    how = "not asked: nothing deferred and no reviewer waived"
+    answered = confirmation.NOT_ASKED
     if waivable:
         ctx.console.say(f"{label} is ready except for:")
         for p in waivable:
             ctx.console.say(f"  - {p.text}")
-        how = require_person(
+        require_person(
             ctx.env,
             what=f"approving {label} with these",
             command=approve_command(wf),
@@ -103,6 +116,7 @@ def approve(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
                 "decide differently, or review again with review.repeat",
                 code=ExitCode.APPROVAL,
             )
+        answered = confirmation.ON_TERMINAL
     record = record_of(view)
     session = ctx.session()
     deferred = [
@@ -114,21 +128,22 @@ def approve(ctx: ReviewContext, wf: Workflow, wdir: WorkflowDir) -> Workflow:
         {"reviewer": r.name, "status": r.status, "reason": r.reason or ""}
         for r in (record.not_clean() if record else [])
     ]
-    save_approval(
-        wdir,
-        ApprovalRecord(
-            phase=wf.phase,
-            round=wf.round,
-            approved_at=stamp(ctx.now()),
-            reviewed_tree=tree,
-            plan_sha256=sha256_file(wdir.plan),
-            session=session.session_id if session else None,
-            deferred=deferred,
-            waived=waived,
-            confirmed_on_terminal=bool(waivable),
-            confirmed_how=how,
+    approval = ApprovalRecord(
+        phase=wf.phase,
+        round=wf.round,
+        approved_at=stamp(ctx.now()),
+        reviewed_tree=tree,
+        plan_sha256=sha256_file(wdir.plan),
+        session=session.session_id if session else None,
+        deferred=deferred,
+        waived=waived,
+        confirmed_on_terminal=bool(waivable),
+        confirmed_how=confirmation.how(
+            answered=answered, state_dir=ctx.repo.state_dir, guard=guard
         ),
     )
+    twins.write(ctx.repo, wdir, wf.phase, wf.round, approval=approval_bytes(approval), env=ctx.env)
+    save_approval(wdir, approval)
     if wf.phase == "plan":
         wf.phase, wf.round = "implement", 1
         save(wdir, wf, ctx.now())

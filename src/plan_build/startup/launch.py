@@ -3,7 +3,8 @@
 Claude is never started with -p/--print: the prompt is the positional argument after `--`
 (so a prompt starting with `-` is not read as a flag), and `--yolo` becomes
 `--dangerously-skip-permissions` and nothing else. `--settings <file>` passes plan-build's
-settings layer (startup/claudelayer.py); the dry run prints that file too.
+settings layer (startup/claudelayer.py); the dry run prints that file too. Just before the
+exec, the session's broker starts (startup/broker.py) and PLAN_BUILD_BROKER names its spool.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from plan_build.core import proc
+from plan_build.core import brokerclient, proc, sessionvars
 from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.render import render
-from plan_build.startup import claudelayer
+from plan_build.startup import broker, claudelayer
 from plan_build.startup.claudelayer import Layer
 
 YOLO_FLAG = "--dangerously-skip-permissions"
@@ -113,8 +114,21 @@ def dry_run_text(launch: Launch) -> str:
 
 
 def execute(launch: Launch, session: Session) -> NoReturn:
+    """Write the settings layer, start the session's broker (docs/adr/0191), then become
+    Claude: the broker watches this very pid, and Claude stays the launched process."""
     if launch.settings is not None:
         claudelayer.write(launch.settings)
     env = dict(session.env)
     env.update(launch.env_added)
+    sid = sessionvars.session_of(launch.env_added)
+    if sid is not None:
+        repo = session.repo
+        base, _ = broker.start(
+            env,
+            session_id=sid,
+            worktree=repo.root,
+            git_dir=repo.common_dir,
+            state_dir=repo.state_dir,
+        )
+        env[brokerclient.ENV] = str(base)
     proc.exec_replace(launch.argv, env, cwd=launch.cwd)

@@ -53,8 +53,8 @@ def _decision_reason(responses: str, line: int) -> str | None:
     return reason or None
 
 
-def _round(wdir: Any, wf: Any, phase: str, rnd: int) -> st.RoundStory | None:
-    from plan_build.review import ledger, roundfiles, steps
+def _round(repo: Repo, wdir: Any, wf: Any, phase: str, rnd: int) -> st.RoundStory | None:
+    from plan_build.review import ledger, roundfiles, steps, twins
     from plan_build.review.findings import decided
 
     review = steps.read_optional(wdir.review(phase, rnd))
@@ -95,6 +95,8 @@ def _round(wdir: Any, wf: Any, phase: str, rnd: int) -> st.RoundStory | None:
         for name in sorted({f.reviewer for f in view.findings}):
             reviewers.append(st.ReviewerRow(name, "findings", None, None))
     approval = roundfiles.load_approval(wdir, phase, rnd)
+    if approval is not None and twins.check(repo, wdir, phase, rnd) is not None:
+        approval = None  # not made by review.approve: the story tells no approval (ADR 0192)
     return st.RoundStory(
         wf.id,
         phase,
@@ -137,7 +139,7 @@ def reviews(
         for phase in PHASES:
             last = wf.round if phase == wf.phase else 99
             for rnd in range(1, last + 1):
-                got = _round(wdir, wf, phase, rnd)
+                got = _round(repo, wdir, wf, phase, rnd)
                 if got is None:
                     if phase != wf.phase:
                         break
