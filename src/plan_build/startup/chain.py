@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
-from plan_build.core import agentmemory, guard, interact, sandbox, sessionvars
+from plan_build.core import agentmemory, brokerclient, guard, interact, sandbox, sessionvars
 from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
@@ -71,7 +71,9 @@ def start(session: Session, req: Request) -> None:
         env_added[sessionvars.RELEASE] = str(session.resources.release_path)
     if not req.dry_run:
         env_added[sessionvars.SESSION] = session_id
-    policy = None if req.unguarded else claudelayer.policy_for(repo, session.env)
+    # the broker's request folder is the one place outside the work tree the session writes
+    spool = brokerclient.spool_dir(session.env, session_id)
+    policy = None if req.unguarded else claudelayer.policy_for(repo, session.env, (spool,))
     env_added[sessionvars.GUARD] = "unguarded" if req.unguarded else "sandbox"
     layer = claudelayer.plan(repo, req.mode, policy=policy)
     env_added[claudelayer.HOOK_ENV] = claudelayer.hook_program()
