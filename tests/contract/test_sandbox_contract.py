@@ -119,11 +119,25 @@ def test_the_sandbox_alone_keeps_every_class_away_from_git_state(lab: Lab, mode:
     before = git_state(repo, remote)
     api.commands = [*ATTACKS, *ORDINARY]
     env = env_for(agents, repo, api)
-    yolo = ["--dangerously-skip-permissions"] if mode == "bypass" else []
+    # "default": Claude's classic default mode, where a sandboxed Bash command runs without a
+    # question (autoAllowBashIfSandboxed); 2.1.332's own default, auto mode, asks a server-side
+    # classifier that a loopback model cannot answer
+    yolo = (
+        ["--dangerously-skip-permissions"] if mode == "bypass" else ["--permission-mode", "default"]
+    )
     argv = ["claude", "--settings", str(sandbox_only(repo, tmp_path)), *yolo, "--", "go"]
 
     tmux.start(argv, cwd=repo, env=env)
-    results = wait_for_all(tmux, api)
+
+    def answered() -> dict[str, str] | None:
+        # default mode asks about some commands (`find -exec`, `script`): the user says yes
+        # to each, as a user would, and the sandbox still holds the approved command
+        if "Do you want to proceed?" in tmux.screen():
+            tmux.press("Enter")
+        got = api.results()
+        return got if len(got) == len(api.commands) else None
+
+    results = tmux.wait("a tool_result for every scripted command", answered, TURN * 2.5)
     tmux.wait_text("SCRIPTED-REPLY: done", TURN)
     time.sleep(1)  # the detached attempt has had its time
     tmux.command("/exit", EXIT)
