@@ -63,3 +63,25 @@ def test_a_snapshot_without_tool_state_has_every_other_file(repo: Path) -> None:
     assert snapshot.changed_paths(r, head_tree, snapshot.worktree_tree(r)) == [
         "docs/codex-review.md"
     ]
+
+
+def test_claudes_empty_sandbox_mount_points_are_not_the_change(repo: Path) -> None:
+    """While a sandboxed command runs, Claude Code leaves empty mount points in the work tree
+    (`.bashrc`, `.idea`, `.claude/` ...); a plan-build command run meanwhile through the broker
+    must not take them for the session's change. A real dotfile with content still counts, and
+    so does an empty one git already tracks."""
+
+    (repo / ".gitmodules").write_text("")
+    git(repo, "add", ".gitmodules")
+    git(repo, "commit", "-qm", "an empty tracked .gitmodules")
+    r = gitrepo.discover(repo)
+    before = snapshot.worktree_tree(r)
+    for name in (".bashrc", ".idea", ".mcp.json", ".zshrc"):
+        (repo / name).write_text("")
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text("")
+
+    assert snapshot.worktree_tree(r) == before
+
+    (repo / ".profile").write_text("export EDITOR=vim\n")
+    assert snapshot.changed_paths(r, before, snapshot.worktree_tree(r)) == [".profile"]

@@ -195,3 +195,42 @@ def test_through_plan_builds_own_launch_nothing_moves_and_ordinary_work_passes(
     assert "note" in results["echo note > notes.txt && cat notes.txt"]
     settings = next((repo / ".git" / "plan-build" / "claude").glob("settings-*.json"))
     assert json.loads(settings.read_text())["sandbox"]["enabled"] is True
+
+
+def test_a_verify_command_the_agent_wrote_cannot_commit_when_the_agent_runs_verify(
+    lab: Lab, plugins: Plugins
+) -> None:
+    """Issue 40's route: the model writes `.plan-build.yaml` with a verify command that commits
+    and pushes, then runs `plan-build verify` (which the workflow asks it to run). The command
+    reaches the session's broker outside Claude's sandbox, and the check still runs under the
+    same policy: nothing moves, and the model reads why."""
+    tmux, repo, agents, api = lab.tmux, lab.ready, lab.agents, lab.api
+    remote = prepared(repo)
+    before = git_state(repo, remote)
+    evil = (
+        "verify:\n  commands:\n    - name: evil\n      argv: [sh, -c, "
+        "'git commit -qam x; git push -q origin HEAD:refs/heads/agent']\n"
+    )
+    config = str(repo / ".plan-build.yaml")
+    api.commands = [("Write", {"file_path": config, "content": evil}), f"{PB} verify"]
+    env = env_for(agents, repo, api)
+
+    tmux.start([sys.executable, "-m", "plan_build", "plan", "--yolo"], cwd=repo, env=env)
+    tmux.wait_text("End with a line containing only EOF", START)
+    for line in REQUEST:
+        tmux.type(line)
+    tmux.type("EOF")
+    results = wait_for_all(tmux, api)
+    tmux.wait_text("SCRIPTED-REPLY: done", TURN)
+    tmux.command("/exit", EXIT)
+
+    after = git_state(repo, remote)
+    for key in ("HEAD", "remote", "config", "hooks", "index"):
+        assert after[key] == before[key], key
+    assert [r for r in after["refs"].splitlines() if "plan-build" not in r] == [
+        r for r in before["refs"].splitlines() if "plan-build" not in r
+    ]
+    said = results[f"{PB} verify"]
+    assert "command.evil" in said, said
+    assert "checks run without access to git state" in said, said
+    assert "changed in this session" in said, said

@@ -89,7 +89,7 @@ def add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STATE
     system folds case (core.ignorecase: on macOS `tasks.md` is `TASKS.md`)."""
     icase = repo.names.ignorecase
     magic = "literal,icase" if icase else "literal"
-    skip = [f":(exclude,{magic}){p}" for p in exclude]
+    skip = [f":(exclude,{magic}){p}" for p in (*exclude, *_sandbox_debris(repo, env))]
     try:
         # fsmonitor answers for the user's index; a private one is checked by stat alone.
         try:
@@ -111,6 +111,56 @@ def add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STATE
             "make every file in the work tree readable (or ignore it in .gitignore), then retry",
             code=ExitCode.BLOCKED,
         ) from exc
+
+
+# While a sandboxed command runs, Claude Code's sandbox puts empty mount points for these in
+# the working directory (measured, 2.1.332); they vanish afterwards. A plan-build command that
+# runs meanwhile (through the broker) must not take them for the session's change.
+MOUNT_POINTS = (
+    ".bash_profile",
+    ".bashrc",
+    ".claude",
+    ".gitconfig",
+    ".gitmodules",
+    ".idea",
+    ".mcp.json",
+    ".profile",
+    ".ripgreprc",
+    ".vscode",
+    ".zprofile",
+    ".zshrc",
+)
+
+
+def mount_debris(root: Path) -> list[str]:
+    """The mount points of `MOUNT_POINTS` present in `root` that hold nothing: an empty file,
+    or a folder whose files are all empty (the caller keeps out the ones git tracks)."""
+    found = []
+    for name in MOUNT_POINTS:
+        path = root / name
+        try:
+            if path.is_symlink():
+                continue
+            empty_file = path.is_file() and path.stat().st_size == 0
+            if empty_file or (path.is_dir() and all(_holds_nothing(p) for p in path.rglob("*"))):
+                found.append(name)
+        except OSError:
+            continue
+    return found
+
+
+def _holds_nothing(path: Path) -> bool:
+    return path.is_dir() or (path.is_file() and not path.is_symlink() and path.stat().st_size == 0)
+
+
+def _sandbox_debris(repo: Repo, env: dict[str, str]) -> list[str]:
+    """Claude's sandbox mount points present right now (`MOUNT_POINTS`), empty and untracked:
+    never part of a snapshot. Costs one git call only when one is there."""
+    found = mount_debris(repo.root)
+    if not found:
+        return []
+    tracked = repo.git("ls-files", "-z", "--", *found, env=env, check=False).stdout.split("\0")
+    return [p for p in found if not any(t == p or t.startswith(p + "/") for t in tracked if t)]
 
 
 def _nested_repos(repo: Repo, env: dict[str, str]) -> list[str]:
