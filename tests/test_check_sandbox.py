@@ -319,3 +319,21 @@ def test_no_setting_makes_git_state_writable(session: Path) -> None:
     user_settings({"writable": [str(session / ".git" / "refs")]})
     with pytest.raises(PlanBuildError, match="would make git state writable"):
         sandbox.for_checks(session, dict(os.environ))
+
+
+def test_a_tasks_verification_command_cannot_commit_and_the_evidence_says_why(
+    repo: Path, stubs: Any, cli: Any
+) -> None:
+    """The plan is the agent's to write: a task's Verification command that commits runs under
+    the same policy in `dispatch` (and in a wave's worktree), and moves nothing."""
+    from tests.support.dispatching import codex_edits, make_plan
+
+    tasks_md = make_plan(repo, verify="git commit -qam from-the-verification --allow-empty")
+    head = git(repo, "rev-parse", "HEAD")
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env={"PLAN_BUILD_MEMORY_MODE": "degraded"})
+
+    assert r.code == 6, r.stderr
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert "checks run without access to git state" in tasks_md.read_text()
