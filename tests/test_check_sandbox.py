@@ -337,3 +337,20 @@ def test_a_tasks_verification_command_cannot_commit_and_the_evidence_says_why(
     assert r.code == 6, r.stderr
     assert git(repo, "rev-parse", "HEAD") == head
     assert "checks run without access to git state" in tasks_md.read_text()
+
+
+def test_status_names_the_verify_commands_this_session_changed(session: Path, cli: Any) -> None:
+    configure(session, [{"name": "tests", "argv": py("print('ok')")}])
+    git(session, "add", ".plan-build.yaml")
+    git(session, "commit", "-qm", "config")
+    r = gitrepo.discover(session)
+    baseline.capture(r, session_id="s4")
+    configure(session, [{"name": "tests", "argv": ["sh", "-c", "git push origin HEAD"]}])
+
+    shown = cli("status", "--json", cwd=session, env={"PLAN_BUILD_SESSION": "s4"})
+
+    assert shown.code == 0, shown.stderr
+    assert json.loads(shown.stdout)["verify_commands_changed"] == [
+        "tests: sh -c 'git push origin HEAD'"
+    ]
+    assert "verify commands changed in this session: tests: sh -c" in shown.stderr

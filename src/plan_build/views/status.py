@@ -44,6 +44,9 @@ class StatusFacts:
     busy: str | None  # an unfinished git operation (a merge, a rebase)
     missing: tuple[str, ...]
     next: str  # the one command to run next (or what to do, when no command does it)
+    # verify commands that differ from the ones committed at the baseline (an agent may have
+    # written them): named before they run at the user's terminal (ADR 0190)
+    changed_commands: tuple[str, ...] = ()
 
     @property
     def ready(self) -> bool:
@@ -96,7 +99,23 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
     v = progress.verification(repo, s.id, tree)
     busy = None if s.committed else baseline_mod.busy_state(repo)
     missing, nxt = what_is_missing(s, r, t, judged(repo, s, r, busy, now))
-    return StatusFacts(s, r, t, v, busy, missing, nxt)
+    return StatusFacts(s, r, t, v, busy, missing, nxt, _changed_commands(repo, env, s))
+
+
+def _changed_commands(repo: Repo, env: Mapping[str, str], s: SessionFacts) -> tuple[str, ...]:
+    """Read only when the session's change touches the configuration (no cost otherwise)."""
+    from plan_build.core import config
+
+    if s.committed or s.change is None or config.FILENAME not in {f.path for f in s.change.files}:
+        return ()
+    from plan_build.core.errors import PlanBuildError
+    from plan_build.delivery import verify
+
+    try:
+        commands = verify.commands_from(config.load(repo.root))
+    except PlanBuildError as exc:
+        return (f"(the configuration cannot be read: {exc.what})",)
+    return tuple(verify.changed_commands(repo, s.baseline, commands, env))
 
 
 # --- the screen -------------------------------------------------------------------------
@@ -255,7 +274,8 @@ def _verify(f: StatusFacts) -> list[str]:
     if v.problem:
         return [f"verify: cannot be read: {v.problem}"]
     if not v.ran:
-        return ["verify: not run yet"]
+        changed = _wrap("verify commands changed in this session: " + "; ".join(f.changed_commands))
+        return ["verify: not run yet", *(changed if f.changed_commands else [])]
     result = "passed" if v.ok else "failed: " + ", ".join(v.failed or ("see plan-build verify",))
     if f.session.committed:
         fresh = ""
@@ -263,7 +283,12 @@ def _verify(f: StatusFacts) -> list[str]:
         fresh = " · freshness unknown"
     else:
         fresh = " · stale (the change moved since)" if v.stale else " · current"
-    return [f"verify: {result} at {_when(v.at)}{fresh}"]
+    changed = (
+        _wrap("verify commands changed in this session: " + "; ".join(f.changed_commands))
+        if f.changed_commands
+        else []
+    )
+    return [f"verify: {result} at {_when(v.at)}{fresh}", *changed]
 
 
 def _wrap(text: str) -> list[str]:
@@ -324,6 +349,7 @@ def as_json(f: StatusFacts) -> dict[str, Any]:
         "review": f.review.as_json(),
         "tasks": f.tasks.as_json(),
         "verify": f.verify.as_json(),
+        "verify_commands_changed": list(f.changed_commands),
         "busy": f.busy,
         "ready": f.ready,
         "missing": list(f.missing),
