@@ -435,3 +435,26 @@ def test_any_text_is_judged_without_an_error(text: str) -> None:
     """An exception would refuse the call as a hook failure, with no reason the model can use."""
     found = refusal(text, cwd="/nonexistent")
     assert found is None or found.reason
+
+
+def test_a_brace_before_a_four_byte_character_does_not_crash_the_hook() -> None:
+    """tree-sitter-bash 0.25.1 reads past its buffer on `{` then a four-byte UTF-8 character
+    (upstream issue 337); the hook's process would die and Claude Code would let the call run.
+    A child process reads the crashers, so a crash fails this test instead of the worker."""
+    import subprocess
+    import sys
+
+    program = (
+        "from plan_build.startup.shellgate import refusal\n"
+        "for c in [*range(0x1F600, 0x1F640), *range(0x31860, 0x318A0), 0x10FFFF]:\n"
+        "    refusal('{' + chr(c)); refusal('echo {x' + chr(c) + ' y')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_text_after_a_four_byte_character_is_read_where_it_stands() -> None:
+    found = refusal('echo "{\U0001f600 \U00031860" ; git commit -m "\U0001f680 done"')
+    assert found is not None
+    assert "commit" in found.reason
+    assert refusal('echo "{\U0001f600"; git status') is None

@@ -318,6 +318,9 @@ class _Judge:
         self.read: set[str] = set()
         self.vars: dict[str, str | None] = {}
         self.in_git = False  # after `cd .git` in this command line
+        # the bytes of each command line being read, innermost last: a node's text is read from
+        # here, not from the tree, whose source had its four-byte characters replaced
+        self.sources: list[bytes] = []
 
     # ------------------------------------------------------------------ the tree
 
@@ -328,7 +331,23 @@ class _Judge:
             if found is None:
                 return None
             return Refusal(f"it nests commands deeper than plan-build reads; {found.reason}")
-        root = parser().parse(text.encode("utf-8", "replace")).root_node
+        source = text.encode("utf-8", "replace")
+        self.sources.append(source)
+        try:
+            return self.walk(parser().parse(_parseable(source)).root_node, text, depth)
+        finally:
+            self.sources.pop()
+
+    def text(self, node: Node) -> str:
+        return self.sources[-1][node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    def gap(self, start: int, end: int, quoted: bool) -> str:
+        if end <= start:
+            return ""
+        raw = self.sources[-1][start:end].decode("utf-8", "replace")
+        return _double_quoted(raw) if quoted else _unquoted(raw)
+
+    def walk(self, root: Node, text: str, depth: int) -> Refusal | None:
         # (node, its parent, the type of the node before it, its top-level statement): kept on
         # the way down, because tree-sitter finds a node's parent by walking from the root
         stack: list[_Place] = [(root, None, "", None)]
@@ -360,7 +379,7 @@ class _Judge:
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
         if name is not None and name.type == "variable_name":
-            self.vars[_text(name)] = self.value(value) if value is not None else ""
+            self.vars[self.text(name)] = self.value(value) if value is not None else ""
 
     def redirect(self, node: Node) -> Refusal | None:
         """`> .git/refs/heads/main`, `>> .git/hooks/x`: a write into git's own directory."""
@@ -373,7 +392,7 @@ class _Judge:
         ):
             return None
         value = self.value(target)
-        path = value if value is not None else _text(target)
+        path = value if value is not None else self.text(target)
         if in_git_dir(path) or (self.in_git and not path.startswith("/")):
             return Refusal(f"it writes into git's own directory ({path})", GIT_DIR_ADVICE)
         return None
@@ -382,7 +401,7 @@ class _Judge:
         """What the shell makes of one word: quotes and escapes removed, known variables
         filled in; None when only the run can tell."""
         kind = node.type
-        text = _text(node)
+        text = self.text(node)
         if kind in ("word", "number", "command_name", "extglob_pattern"):
             if kind == "command_name" and node.named_child_count == 1:
                 return self.value(node.named_children[0])
@@ -399,7 +418,7 @@ class _Judge:
         if kind in ("simple_expansion", "expansion"):
             names = node.named_children
             if len(names) == 1 and names[0].type == "variable_name":
-                return self.vars.get(_text(names[0]))
+                return self.vars.get(self.text(names[0]))
             return None
         if kind == "command_substitution":  # $(which git), $(command -v git)
             return _looked_up(text.strip("$()` \n").split())
@@ -414,22 +433,22 @@ class _Judge:
         for child in node.named_children:
             if child.type == "string_content":
                 continue
-            parts.append(_gap(node, start, child.start_byte, quoted))
+            parts.append(self.gap(start, child.start_byte, quoted))
             part = self.value(child)
             if part is None:
                 return None
             parts.append(part)
             start = child.end_byte
-        parts.append(_gap(node, start, end, quoted))
+        parts.append(self.gap(start, end, quoted))
         return "".join(parts)
 
     def words(self, node: Node) -> list[Word]:
         words: list[Word] = []
         name = node.child_by_field_name("name")
         if name is not None:
-            words.append((self.value(name), _text(name)))
+            words.append((self.value(name), self.text(name)))
         for child in node.children_by_field_name("argument"):
-            words.append((self.value(child), _text(child)))
+            words.append((self.value(child), self.text(child)))
         return words
 
     def command(
@@ -445,11 +464,11 @@ class _Judge:
             redirects += [c for c in parent.children if c.type.endswith("redirect")]
         for r in redirects:
             if r.type == "herestring_redirect" and r.named_child_count:
-                stdin = self.value(r.named_children[0]) or _text(r.named_children[0])
+                stdin = self.value(r.named_children[0]) or self.text(r.named_children[0])
             elif r.type == "heredoc_redirect":
                 body = next((c for c in r.named_children if c.type == "heredoc_body"), None)
-                stdin = _text(body) if body is not None else ""
-        piped = _text(top) if before in ("|", "|&") else None
+                stdin = self.text(body) if body is not None else ""
+        piped = self.text(top) if before in ("|", "|&") else None
         return self.simple(words, depth, stdin=stdin, piped=piped)
 
     # ------------------------------------------------------------------ one simple command
@@ -751,16 +770,16 @@ class _Judge:
 # ------------------------------------------------------------------ small readings
 
 
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
+# tree-sitter-bash 0.25.1 reads past its buffer (SIGSEGV on Linux) when a `{` is followed by a
+# four-byte UTF-8 character (tree-sitter/tree-sitter-bash#337). Such a character is a plain word
+# character to bash, so the parser is given two two-byte word characters in its place: the byte
+# offsets stay the same, and every text is read from the original bytes.
+_FOUR_BYTE = re.compile(rb"[\xf0-\xf7][\x80-\xbf]{3}")
+_STAND_IN = "\u00df\u00df".encode()
 
 
-def _gap(node: Node, start: int, end: int, quoted: bool) -> str:
-    if end <= start:
-        return ""
-    base = node.start_byte
-    raw = (node.text or b"")[start - base : end - base].decode("utf-8", "replace")
-    return _double_quoted(raw) if quoted else _unquoted(raw)
+def _parseable(source: bytes) -> bytes:
+    return _FOUR_BYTE.sub(_STAND_IN, source)
 
 
 def _read(path: str) -> str | None:
