@@ -360,6 +360,13 @@ def _incremental(
             if rel == ".git" or rel in stamp.prune or _is_mount_point(repo, rel):
                 continue
             new.append(rel)
+    retyped = []
+    for path in files:  # a directory that became a file or a link: what was under it went
+        under = [p for p in before if p.startswith(path + "/")]
+        if under:
+            gone += under
+            retyped.append(path)
+    gone += [p[:-1] for p in prefixes if p[:-1] in before]  # a file that became a directory
     if any(p.rsplit("/", 1)[-1] in IGNORE_FILES for p in [*gone, *new]):
         return None
     if new:
@@ -378,7 +385,7 @@ def _incremental(
         for p in sorted(files)
         if (p in before and not before[p].startswith("160000")) or p in stamp.skipped
     ]
-    lines, skipped = _entries(repo, [*known, *(p for p in new if p not in files)])
+    lines, skipped = _entries(repo, [*known, *retyped, *(p for p in new if p not in files)])
     present = {line.split("\t", 1)[1] for line in lines}
     gone += [p for p in known if p not in present and p in before]
     skipped += [p for p in stamp.skipped if p not in files and (repo.root / p).exists()]
