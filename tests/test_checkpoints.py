@@ -254,10 +254,12 @@ def test_an_unchanged_tree_takes_no_new_checkpoint_and_sandbox_mount_points_are_
     for name in (".bashrc", ".gitconfig", ".mcp.json"):
         (repo / name).write_bytes(b"")  # what the sandbox leaves while a command runs
     again = checkpoint.take(r, "again")
-    assert not again.new and again.ref == first.ref
+    assert not again.new
+    assert again.ref == first.ref
     (repo / "README.md").write_text("# changed\n")
     changed = checkpoint.take(r, "changed")
-    assert changed.new and changed.tree != first.tree
+    assert changed.new
+    assert changed.tree != first.tree
     names = git(repo, "ls-tree", "-r", "--name-only", f"{changed.ref}:worktree").split()
     assert names == ["README.md"]
 

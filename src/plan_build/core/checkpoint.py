@@ -328,19 +328,23 @@ def _full(
     lines, skipped = _entries(repo, hash_these)
     lines += [f"160000 {sha}\t{p}" for p, sha in listing.items() if sha]
     gone = [p for p in before if p not in listing]
+    dirs = {p for kind, p in changed if kind == "d"}  # a removal moves its directory's ctime
+    gone += [
+        p
+        for p in listing
+        if p in before
+        and (os.path.dirname(p) or ".") in dirs
+        and not os.path.lexists(repo.root / p)
+    ]
     present = {line.split("\t", 1)[1] for line in lines}
     gone += [p for p in hash_these if p not in present and p in before]
     return _update(repo, overlay, lines, gone), skipped, prune
 
 
-def _incremental(
-    repo: Repo, overlay: Mapping[str, str], stamp: _Stamp, changed: Sequence[tuple[str, str]]
-) -> tuple[str, list[str]] | None:
-    """Only what the ctime scan named: changed files re-hashed, changed directories listed.
-    None when an ignore file appeared or went (the whole listing must be asked again)."""
-    before = _private_entries(repo, overlay)
-    files = {p for kind, p in changed if kind != "d"}
-    prefixes = {"" if p == "." else p + "/" for kind, p in changed if kind == "d"}
+def _listed_again(
+    repo: Repo, before: Mapping[str, str], prefixes: set[str], prune: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """The recorded paths under changed directories that went, and the names that came."""
     children: dict[str, set[str]] = {p: set() for p in prefixes}
     for path in before:
         for prefix in prefixes:  # the names directly in each changed directory, as recorded
@@ -357,9 +361,21 @@ def _incremental(
             gone += [p for p in before if p == prefix + name or p.startswith(prefix + name + "/")]
         for name in now - children[prefix]:
             rel = prefix + name
-            if rel == ".git" or rel in stamp.prune or _is_mount_point(repo, rel):
+            if rel == ".git" or rel in prune or _is_mount_point(repo, rel):
                 continue
             new.append(rel)
+    return gone, new
+
+
+def _incremental(
+    repo: Repo, overlay: Mapping[str, str], stamp: _Stamp, changed: Sequence[tuple[str, str]]
+) -> tuple[str, list[str]] | None:
+    """Only what the ctime scan named: changed files re-hashed, changed directories listed.
+    None when an ignore file appeared or went (the whole listing must be asked again)."""
+    before = _private_entries(repo, overlay)
+    files = {p for kind, p in changed if kind != "d"}
+    prefixes = {"" if p == "." else p + "/" for kind, p in changed if kind == "d"}
+    gone, new = _listed_again(repo, before, prefixes, stamp.prune)
     retyped = []
     for path in files:  # a directory that became a file or a link: what was under it went
         under = [p for p in before if p.startswith(path + "/")]
