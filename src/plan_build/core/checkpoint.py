@@ -26,6 +26,9 @@ directories, plan-build's own state (`.claude/codex-review`), and the empty moun
 Claude's sandbox puts in the top directory while a command runs. Pruned on every new
 checkpoint: the newest KEEP_ALWAYS stay; beyond them, any older than MAX_AGE_DAYS or past
 MAX_COUNT go (their objects then age out with git's own gc). docs/adr/0198.
+
+(over 400 lines on purpose: taking, listing and pruning share one private index, one stamp
+and one lock, and the hook imports this one module)
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ MOUNT_POINTS = frozenset(
     }
 )
 IGNORE_FILES = (".gitignore",)
+CALL_LOG = "calls.jsonl"  # the hook's note of each call (startup/checkpointhook.py)
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "plan-build",
     "GIT_AUTHOR_EMAIL": "plan-build@localhost",
@@ -104,8 +108,34 @@ class _Stamp:
     extra: dict[str, object] = field(default_factory=dict)
 
 
+def _linked(repo: Repo) -> bool:
+    return repo.git_dir.resolve() != repo.common_dir.resolve()
+
+
 def state_dir(repo: Repo) -> Path:
+    """The stamp, private index, lock and call log of this work tree's checkpoints."""
+    if _linked(repo):
+        return repo.state_dir / "worktree-checkpoints" / repo.git_dir.name
     return repo.state_dir / "checkpoints"
+
+
+def ref_prefix(repo: Repo) -> str:
+    """This work tree's checkpoint refs (a linked worktree has its own, by its name)."""
+    if _linked(repo):
+        return f"refs/plan-build/worktree-checkpoints/{repo.git_dir.name}/"
+    return REF_PREFIX
+
+
+def before_run(root: Path, env: Mapping[str, str] | None, reason: str) -> None:
+    """A checkpoint of the work tree at `root` before a program of plan-build's runs there
+    (a dispatch's Codex); none in a wave's own worktree under the git common dir, whose
+    result is checkpointed where it is applied back."""
+    from plan_build.core.gitrepo import discover
+
+    repo = discover(root, env)
+    if repo.common_dir.resolve() in repo.root.resolve().parents:
+        return
+    take(repo, reason)
 
 
 def git_bytes(
@@ -431,7 +461,7 @@ def _commit(repo: Repo, stamp: _Stamp, reason: str, details: dict[str, object]) 
     meta["head"] = head
     message = json.dumps(meta, sort_keys=True, ensure_ascii=True)
     commit = git_bytes(repo, "commit-tree", top, "-m", message, overlay=_IDENTITY).decode().strip()
-    ref = f"{REF_PREFIX}{clock.compact(when)}-{time.time_ns() % 1_000_000_000:09d}"
+    ref = f"{ref_prefix(repo)}{clock.compact(when)}-{time.time_ns() % 1_000_000_000:09d}"
     git_bytes(repo, "update-ref", ref, commit)
     return ref
 
@@ -445,19 +475,19 @@ class Checkpoint:
 
     @property
     def name(self) -> str:
-        return self.ref.removeprefix(REF_PREFIX)
+        return self.ref.rsplit("/", 1)[-1]
 
 
 def listed(repo: Repo) -> list[Checkpoint]:
     """Every checkpoint, newest first."""
     fmt = "%(refname)%00%(objectname)%00%(contents)%00%00"
-    out = git_bytes(repo, "for-each-ref", "--sort=-refname", f"--format={fmt}", REF_PREFIX).decode(
-        "utf-8", "replace"
-    )
+    out = git_bytes(
+        repo, "for-each-ref", "--sort=-refname", f"--format={fmt}", ref_prefix(repo)
+    ).decode("utf-8", "replace")
     found = []
     for record in out.split("\0\0\n"):
         parts = record.split("\0")
-        if len(parts) < 3 or not parts[0].startswith(REF_PREFIX):
+        if len(parts) < 3 or not parts[0].startswith("refs/"):
             continue
         try:
             meta = json.loads(parts[2])
@@ -488,6 +518,23 @@ def prune_old(repo: Repo, now: float | None = None) -> list[str]:
     return drop
 
 
+def calls(repo: Repo) -> list[dict[str, object]]:
+    """The hook's call log, oldest first (lines that do not parse are skipped)."""
+    try:
+        raw = (state_dir(repo) / CALL_LOG).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    found = []
+    for line in raw.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
 def last_taken(repo: Repo) -> str | None:
     """When the newest checkpoint was taken (RFC 3339), or None."""
     found = listed(repo)
@@ -502,6 +549,7 @@ __all__ = [
     "REF_PREFIX",
     "Checkpoint",
     "Taken",
+    "calls",
     "last_taken",
     "listed",
     "locked",

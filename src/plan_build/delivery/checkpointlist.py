@@ -55,13 +55,12 @@ def difference(repo: Repo, old: str, new: str) -> dict[str, list[str]]:
 def rows(repo: Repo, env: Mapping[str, str]) -> list[Row]:
     """Newest first; the newest compared with the work tree now (measured, not recorded)."""
     from plan_build.core import redact
-    from plan_build.startup import checkpointhook
 
     found = checkpoint.listed(repo)
     if not found:
         return []
     now_tree = checkpoint.take(repo, "checkpoints", record=False).tree
-    log = checkpointhook.calls(checkpoint.state_dir(repo))
+    log = checkpoint.calls(repo)
     out = []
     newer_tree = now_tree
     for i, cp in enumerate(found):

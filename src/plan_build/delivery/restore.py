@@ -142,7 +142,7 @@ def plan(repo: Repo, name: str | None, paths: Sequence[str], *, dry_run: bool = 
     result = Plan(target, changes, index=index_changes and target_index is not None)
     result.at_risk = _at_risk(repo, changes, target_index)
     if not dry_run and now.ref != target.ref:
-        result.before = now.ref.removeprefix(checkpoint.REF_PREFIX) if now.ref else None
+        result.before = now.ref.rsplit("/", 1)[-1] if now.ref else None
     return result
 
 

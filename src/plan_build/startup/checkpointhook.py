@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 BLOCK = 2
-LOG = "calls.jsonl"
 LOG_LIMIT = 1024 * 1024  # bytes; past it the older half is dropped
 WHAT_LIMIT = 300
 # a light mask for the log (the full redaction runs when `checkpoints` shows it)
@@ -67,8 +66,9 @@ def run(data: dict[str, object]) -> tuple[int, str, str]:
 
 def _log(folder: Path, tool: object, what: str, ref: str | None, new: bool) -> None:
     from plan_build.core import fsutil
+    from plan_build.core.checkpoint import CALL_LOG
 
-    path = folder / LOG
+    path = folder / CALL_LOG
     line = json.dumps(
         {
             "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -89,20 +89,3 @@ def _log(folder: Path, tool: object, what: str, ref: str | None, new: bool) -> N
     if size > LOG_LIMIT:
         lines = path.read_bytes().splitlines(keepends=True)
         fsutil.atomic_write(path, b"".join(lines[len(lines) // 2 :]))
-
-
-def calls(folder: Path) -> list[dict[str, object]]:
-    """The call log, oldest first (lines that do not parse are skipped)."""
-    try:
-        raw = (folder / LOG).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    found = []
-    for line in raw.splitlines():
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-    return found
