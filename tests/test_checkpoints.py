@@ -337,3 +337,29 @@ def test_restore_replaces_a_symlink_out_of_the_repository_and_never_writes_throu
     assert list(outside.iterdir()) == []
     assert not stat.S_ISLNK(os.lstat(repo / "dir").st_mode)
     assert (repo / "dir" / "f.txt").read_text() == "mine\n"
+
+
+def test_commit_refusal_names_restore_when_files_the_baseline_held_vanished(
+    session: Path, cli: Any
+) -> None:
+    (session / "notes.txt").unlink()  # the user's untracked file, gone during the session
+    (session / "b.txt").unlink()  # the user's edited file, gone too
+    verified(session)
+
+    r = cli("commit", "--message", "x", cwd=session)
+
+    assert r.code == ExitCode.BLOCKED
+    assert "vanished from the work tree" in r.stderr
+    assert "plan-build restore" in r.stderr
+    status = cli("status", cwd=session)
+    assert "bring vanished files back: plan-build restore" in status.stderr + status.stdout
+
+
+def test_status_says_when_the_last_checkpoint_was_taken(session: Path, cli: Any) -> None:
+    assert "checkpoint" not in cli("status", cwd=session).stderr
+    assert hook(session, "Edit", {"file_path": str(session / "c.txt")}).returncode == 0
+    taken = checkpoint.last_taken(gitrepo.discover(session))
+    assert taken is not None
+    r = cli("status", cwd=session)
+    assert f"checkpoint {taken.replace('T', ' ').replace('Z', ' UTC')}" in r.stderr
+    assert json.loads(cli("status", "--json", cwd=session).stdout)["last_checkpoint"] == taken

@@ -44,6 +44,7 @@ class StatusFacts:
     busy: str | None  # an unfinished git operation (a merge, a rebase)
     missing: tuple[str, ...]
     next: str  # the one command to run next (or what to do, when no command does it)
+    last_checkpoint: str | None = None  # when the work tree was last checkpointed (ADR 0198)
 
     @property
     def ready(self) -> bool:
@@ -96,7 +97,9 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
     v = progress.verification(repo, s.id, tree)
     busy = None if s.committed else baseline_mod.busy_state(repo)
     missing, nxt = what_is_missing(s, r, t, judged(repo, s, r, busy, now))
-    return StatusFacts(s, r, t, v, busy, missing, nxt)
+    from plan_build.core import checkpoint
+
+    return StatusFacts(s, r, t, v, busy, missing, nxt, checkpoint.last_taken(repo))
 
 
 # --- the screen -------------------------------------------------------------------------
@@ -124,6 +127,8 @@ def _header(f: StatusFacts) -> list[str]:
     where = f"  baseline {s.branch or 'detached HEAD'} @ {base}"
     if s.committed:
         where += f" · committed as {s.committed[:12]} at {_when(s.committed_at)}"
+    if f.last_checkpoint:
+        where += f" · checkpoint {_when(f.last_checkpoint)}"
     lines.append(where)
     if s.head_moved:
         now = s.head[:12] if s.head else "no commit"
@@ -323,6 +328,7 @@ def as_json(f: StatusFacts) -> dict[str, Any]:
         "ready": f.ready,
         "missing": list(f.missing),
         "next": f.next,
+        "last_checkpoint": f.last_checkpoint,
     }
 
 
