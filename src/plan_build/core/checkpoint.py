@@ -335,8 +335,14 @@ def _listing(repo: Repo) -> tuple[dict[str, str], list[str]]:
     return found, prune
 
 
-def _private_entries(repo: Repo, overlay: Mapping[str, str]) -> dict[str, str]:
-    out = git_bytes(repo, "ls-files", "-z", "--stage", overlay=overlay)
+def _private_entries(
+    repo: Repo, overlay: Mapping[str, str], paths: Sequence[str] | None = None
+) -> dict[str, str]:
+    """The last recorded entries (all, or at and under `paths`): path → `mode sha stage`."""
+    if paths is not None and not paths:
+        return {}
+    scope = ["--", *paths] if paths is not None else []
+    out = git_bytes(repo, "ls-files", "-z", "--stage", *scope, overlay=overlay)
     found = {}
     for record in out.split(b"\0"):
         if b"\t" in record:
@@ -372,12 +378,18 @@ def _full(
 
 
 def _listed_again(
-    repo: Repo, before: Mapping[str, str], prefixes: set[str], prune: Sequence[str]
+    repo: Repo,
+    before: Mapping[str, str],
+    prefixes: set[str],
+    prune: Sequence[str],
+    top: set[str],
 ) -> tuple[list[str], list[str]]:
-    """The recorded paths under changed directories that went, and the names that came."""
+    """The recorded names in changed directories that went, and the names that came (`top`:
+    the top directory's recorded names)."""
     children: dict[str, set[str]] = {p: set() for p in prefixes}
+    children[""] = top
     for path in before:
-        for prefix in prefixes:  # the names directly in each changed directory, as recorded
+        for prefix in prefixes - {""}:  # the names directly in each changed directory
             if path.startswith(prefix):
                 children[prefix].add(path[len(prefix) :].split("/", 1)[0])
     gone: list[str] = []
@@ -387,8 +399,7 @@ def _listed_again(
             now = set(os.listdir(repo.root / prefix)) if prefix else set(os.listdir(repo.root))
         except OSError:
             now = set()
-        for name in children[prefix] - now:
-            gone += [p for p in before if p == prefix + name or p.startswith(prefix + name + "/")]
+        gone += [prefix + name for name in children[prefix] - now]
         for name in now - children[prefix]:
             rel = prefix + name
             if rel == ".git" or rel in prune or _is_mount_point(repo, rel):
@@ -402,10 +413,20 @@ def _incremental(
 ) -> tuple[str, list[str]] | None:
     """Only what the ctime scan named: changed files re-hashed, changed directories listed.
     None when an ignore file appeared or went (the whole listing must be asked again)."""
-    before = _private_entries(repo, overlay)
     files = {p for kind, p in changed if kind != "d"}
-    prefixes = {"" if p == "." else p + "/" for kind, p in changed if kind == "d"}
-    gone, new = _listed_again(repo, before, prefixes, stamp.prune)
+    dirs = {p for kind, p in changed if kind == "d"}
+    scope = sorted(files | (dirs - {"."}))
+    # only what the scan named is read back from the private index (all of it past a bound)
+    before = _private_entries(repo, overlay, scope if len(scope) < 5000 else None)
+    prefixes = {"" if p == "." else p + "/" for p in dirs}
+    top: set[str] = set()
+    if "." in dirs:  # the top directory's names, from the recorded tree itself
+        listed_top = git_bytes(repo, "ls-tree", "-z", "--name-only", stamp.tree)
+        top = {os.fsdecode(n) for n in listed_top.split(b"\0") if n}
+    gone_names, new = _listed_again(repo, before, prefixes, stamp.prune, top)
+    beneath = _private_entries(repo, overlay, [g for g in gone_names if g not in before])
+    before = {**before, **beneath}
+    gone = [p for p in before for g in gone_names if p == g or p.startswith(g + "/")]
     retyped = []
     for path in files:  # a directory that became a file or a link: what was under it went
         under = [p for p in before if p.startswith(path + "/")]

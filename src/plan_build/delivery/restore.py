@@ -104,6 +104,7 @@ def _blobs_at(
 
 def plan(repo: Repo, name: str | None, paths: Sequence[str], *, dry_run: bool = False) -> Plan:
     """What restoring would write; the state now checkpointed first unless `dry_run`."""
+    now = checkpoint.take(repo, "before restore", record=not dry_run)
     found = checkpoint.listed(repo)
     if not found:
         raise PlanBuildError(
@@ -111,8 +112,6 @@ def plan(repo: Repo, name: str | None, paths: Sequence[str], *, dry_run: bool = 
             "they are taken before each write of a plan-build session's agents",
             code=ExitCode.BLOCKED,
         )
-    now = checkpoint.take(repo, "before restore", record=not dry_run)
-    found = checkpoint.listed(repo)
     if name is not None:
         target = resolve(found, name)
     else:
