@@ -363,3 +363,12 @@ def test_status_says_when_the_last_checkpoint_was_taken(session: Path, cli: Any)
     r = cli("status", cwd=session)
     assert f"checkpoint {taken.replace('T', ' ').replace('Z', ' UTC')}" in r.stderr
     assert json.loads(cli("status", "--json", cwd=session).stdout)["last_checkpoint"] == taken
+
+
+def test_the_report_says_when_the_last_checkpoint_was_taken(session: Path, cli: Any) -> None:
+    assert hook(session, "Bash", {"command": "make"}).returncode == 0
+    taken = checkpoint.last_taken(gitrepo.discover(session))
+    r = cli("report", "--format", "md", cwd=session)
+    assert r.code == 0, r.stderr
+    written = session / ".git" / "plan-build" / "sessions" / "s" / "report.md"
+    assert f"last checkpoint {taken}" in written.read_text()

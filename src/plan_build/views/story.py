@@ -132,6 +132,7 @@ class Header:
     memory_mode: str | None
     memory_reason: str | None
     identity: str | None
+    last_checkpoint: str | None = None  # when the work tree was last checkpointed (ADR 0198)
 
 
 @dataclass(frozen=True)
