@@ -89,3 +89,67 @@ def test_any_tree_comes_back_byte_for_byte(repo: Path, tree: dict, tracked: bool
 
     assert snapshot(repo) == before
     assert (repo / ".git" / "index").read_bytes() == index
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["write", "delete", "chmod", "rename", "mkdir", "rmdir", "retype", "link"]),
+        st.sampled_from(["a", "b", "d/x", "d/y", "e/z", "d", "e"]),
+        st.binary(max_size=20),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+def apply_op(root: Path, op: str, name: str, data: bytes) -> None:
+    path = root / name
+    try:
+        if op == "write":
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.is_symlink():
+                path.unlink()
+            path.write_bytes(data)
+        elif op == "delete" and path.is_file():
+            path.unlink()
+        elif op == "chmod" and path.is_file() and not path.is_symlink():
+            path.chmod(path.stat().st_mode ^ 0o100)
+        elif op == "rename" and path.exists():
+            path.rename(root / (name.replace("/", "_") + "-moved"))
+        elif op == "mkdir":
+            (path / "inner").mkdir(parents=True, exist_ok=True)
+            (path / "inner" / "f").write_bytes(data)
+        elif op == "rmdir" and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif op == "retype" and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+            path.write_bytes(data)
+        elif op == "link" and not path.exists() and not path.is_symlink():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink("README.md", path)
+    except (FileExistsError, NotADirectoryError, IsADirectoryError, FileNotFoundError):
+        pass
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS)
+def test_each_incremental_checkpoint_equals_one_taken_from_scratch(repo: Path, ops: list) -> None:
+    for entry in list(repo.iterdir()):
+        if entry.name not in (".git", "README.md"):
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    r = gitrepo.discover(repo)
+    folder = checkpoint.state_dir(r)
+    shutil.rmtree(folder, ignore_errors=True)
+    checkpoint.take(r, "start")
+    for op, name, data in ops:
+        apply_op(repo, op, name, data)
+        quick = checkpoint.take(r, "step").tree
+        shutil.copytree(folder, repo.parent / "kept", dirs_exist_ok=True)
+        shutil.rmtree(folder)
+        fresh = checkpoint.take(r, "fresh", record=False).tree
+        shutil.rmtree(folder)
+        shutil.copytree(repo.parent / "kept", folder)
+        shutil.rmtree(repo.parent / "kept")
+        assert quick == fresh, (op, name)

@@ -452,7 +452,7 @@ def _incremental(
         for p in sorted(files)
         if (p in before and not before[p].startswith("160000")) or p in stamp.skipped
     ]
-    lines, skipped = _entries(repo, [*known, *retyped, *(p for p in new if p not in files)])
+    lines, skipped = _entries(repo, [*known, *retyped, *(p for p in new if p not in known)])
     present = {line.split("\t", 1)[1] for line in lines}
     gone += [p for p in known if p not in present and p in before]
     skipped += [p for p in stamp.skipped if p not in files and (repo.root / p).exists()]
