@@ -372,3 +372,16 @@ def test_the_report_says_when_the_last_checkpoint_was_taken(session: Path, cli: 
     assert r.code == 0, r.stderr
     written = session / ".git" / "plan-build" / "sessions" / "s" / "report.md"
     assert f"last checkpoint {taken}" in written.read_text()
+
+
+def test_restore_will_not_drop_what_was_staged_since_unasked(session: Path, cli: Any) -> None:
+    assert hook(session, "Bash", {"command": "git add"}).returncode == 0
+    (session / "new.py").write_text("print('staged since')\n")
+    git(session, "add", "new.py")
+    (session / "new.py").write_text("print('new')\n")  # the work tree as the checkpoint had it
+
+    refused = cli("restore", cwd=session)
+
+    assert refused.code == ExitCode.BLOCKED
+    assert "new.py (staged)" in refused.stderr
+    assert git(session, "show", ":new.py") == "print('staged since')\n"

@@ -140,6 +140,8 @@ def plan(repo: Repo, name: str | None, paths: Sequence[str], *, dry_run: bool = 
     index_changes = target_index != now.index
     result = Plan(target, changes, index=index_changes and target_index is not None)
     result.at_risk = _at_risk(repo, changes, target_index)
+    if result.index and target_index is not None:
+        result.at_risk += _staged_at_risk(repo, target_index, paths)
     if not dry_run and now.ref != target.ref:
         result.before = now.ref.rsplit("/", 1)[-1] if now.ref else None
     return result
@@ -189,6 +191,32 @@ def _at_risk(repo: Repo, changes: Sequence[Change], target_index: str | None) ->
         for path, shas in _blobs_at(repo, target_index, names, index=True).items():
             safe.setdefault(path, set()).update(shas)
     return sorted(c.path for c in candidates if c.now_sha not in safe.get(c.path, set()))
+
+
+def _index_entries(repo: Repo, paths: Sequence[str], index: Path | None = None) -> dict[str, str]:
+    overlay = {"GIT_INDEX_FILE": str(index)} if index is not None else None
+    out = git_bytes(repo, "ls-files", "-z", "--stage", "--", *paths, overlay=overlay)
+    found: dict[str, str] = {}
+    for record in out.split(b"\0"):
+        if b"\t" in record:
+            meta, path = record.split(b"\t", 1)
+            found[os.fsdecode(path)] = meta.decode()
+    return found
+
+
+def _staged_at_risk(repo: Repo, target_index: str, paths: Sequence[str]) -> list[str]:
+    """Staged content the index replacement would drop: in the index now, but neither in
+    the checkpoint's index nor HEAD's (named `PATH (staged)`)."""
+    now = _index_entries(repo, paths)
+    with fsutil.owned_tempdir("plan-build-index-") as tmp:
+        (tmp / "index").write_bytes(git_bytes(repo, "cat-file", "blob", target_index))
+        then = _index_entries(repo, paths, tmp / "index")
+    differing = [p for p, meta in now.items() if then.get(p) != meta]
+    if not differing:
+        return []
+    head = repo.head()
+    safe = _blobs_at(repo, head, differing) if head else {}
+    return [f"{p} (staged)" for p in differing if now[p].split()[1] not in safe.get(p, set())]
 
 
 def refuse_at_risk(found: Plan) -> None:
