@@ -476,13 +476,14 @@ def _commit(repo: Repo, stamp: _Stamp, reason: str, details: dict[str, object]) 
     if stamp.index:
         entries += f"100644 blob {stamp.index}\tindex\n"
     top = git_bytes(repo, "mktree", input=entries.encode()).decode().strip()
-    when = clock.now()
+    ns = time.time_ns()  # one reading names it and dates it: names sort as the times do
+    when = clock.from_epoch(ns // 1_000_000_000)
     meta = {"at": clock.stamp(when), "reason": reason, "skipped": stamp.skipped, **details}
     head = repo.head()
     meta["head"] = head
     message = json.dumps(meta, sort_keys=True, ensure_ascii=True)
     commit = git_bytes(repo, "commit-tree", top, "-m", message, overlay=_IDENTITY).decode().strip()
-    ref = f"{ref_prefix(repo)}{clock.compact(when)}-{time.time_ns() % 1_000_000_000:09d}"
+    ref = f"{ref_prefix(repo)}{clock.compact(when)}-{ns % 1_000_000_000:09d}"
     git_bytes(repo, "update-ref", ref, commit)
     return ref
 
