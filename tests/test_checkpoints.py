@@ -385,3 +385,33 @@ def test_restore_will_not_drop_what_was_staged_since_unasked(session: Path, cli:
     assert refused.code == ExitCode.BLOCKED
     assert "new.py (staged)" in refused.stderr
     assert git(session, "show", ":new.py") == "print('staged since')\n"
+
+
+def test_the_hooks_quick_look_shares_the_checkpoint_rules() -> None:
+    from plan_build.startup import checkpointhook
+
+    assert checkpointhook.CALL_LOG == checkpoint.CALL_LOG
+    assert checkpointhook.TOOL_STATE == checkpoint.TOOL_STATE
+    assert checkpointhook.MOUNT_POINTS == checkpoint.MOUNT_POINTS
+
+
+def test_the_hooks_quick_look_answers_only_when_nothing_changed(repo: Path) -> None:
+    import time
+
+    from plan_build.startup import checkpointhook
+
+    time.sleep(4 * checkpoint.CLOCK_MARGIN_NS / 1e9)  # what the fixture wrote is older
+    taken = checkpoint.take(gitrepo.discover(repo), "t")
+    assert checkpointhook.unchanged(repo) == taken.ref
+    (repo / ".bashrc").write_bytes(b"")  # the sandbox's mount point moves the top's ctime
+    assert checkpointhook.unchanged(repo) == taken.ref
+    (repo / "sub").mkdir()
+    assert checkpointhook.unchanged(repo) is None  # a new name: the full check decides
+    (repo / "sub").rmdir()
+    checkpoint.take(gitrepo.discover(repo), "t")
+    (repo / "README.md").chmod(0o744)
+    assert checkpointhook.unchanged(repo) is None
+    time.sleep(4 * checkpoint.CLOCK_MARGIN_NS / 1e9)  # (a change within the margin counts)
+    assert hook(repo, "Bash", {"command": "ls"}).returncode == 0
+    assert checkpointhook.unchanged(repo) is not None
+    assert checkpointhook.unchanged(repo) != taken.ref  # the chmod made a new checkpoint

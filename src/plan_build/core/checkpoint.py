@@ -217,8 +217,9 @@ def _take(repo: Repo, folder: Path, reason: str, details: dict[str, object], rec
     overlay = {"GIT_INDEX_FILE": str(private)}
     if stamp is None or not private.exists():
         private.unlink(missing_ok=True)
-        tree, skipped, prune = _full(repo, overlay, None, ())
+        tree, skipped, prune, count = _full(repo, overlay, None, ())
         stamp = _Stamp(started, tree, None, [0, 0, 0, 0], ignore_stat, prune, skipped)
+        stamp.extra["count"] = count
     else:
         changed = ctimescan.changed_in_tree(
             repo.root, stamp.taken_ns, [".git", *TOOL_STATE, *stamp.prune], repo.env
@@ -227,14 +228,19 @@ def _take(repo: Repo, folder: Path, reason: str, details: dict[str, object], rec
         relisting = relisting or any(p.rsplit("/", 1)[-1] in IGNORE_FILES for _, p in changed)
         found = _incremental(repo, overlay, stamp, changed) if changed and not relisting else None
         if relisting or (changed and found is None):
-            tree, skipped, prune = _full(repo, overlay, stamp.tree, changed)
+            tree, skipped, prune, count = _full(repo, overlay, stamp.tree, changed)
             stamp.prune = prune
+            stamp.extra["count"] = count
         elif found is not None:
             tree, skipped = found
         else:
             tree, skipped = stamp.tree, stamp.skipped
         stamp.tree, stamp.skipped, stamp.taken_ns = tree, skipped, started
         stamp.ignore_stat = ignore_stat
+    if stamp.extra.get("top_of") != stamp.tree:  # the top names, for the hook's quick look
+        names = git_bytes(repo, "ls-tree", "-z", "--name-only", stamp.tree).split(b"\0")
+        stamp.extra["top"] = sorted(os.fsdecode(n) for n in names if n)
+        stamp.extra["top_of"] = stamp.tree
     if index_stat != stamp.index_stat or stamp.index is None:
         stamp.index = _hash_index(repo, user_index)
         stamp.index_stat = index_stat
@@ -353,7 +359,7 @@ def _private_entries(
 
 def _full(
     repo: Repo, overlay: Mapping[str, str], tree: str | None, changed: Sequence[tuple[str, str]]
-) -> tuple[str, list[str], list[str]]:
+) -> tuple[str, list[str], list[str], int]:
     """The whole listing again; only files new to the private index or whose ctime moved are
     hashed (all of them the first time)."""
     listing, prune = _listing(repo)
@@ -374,7 +380,7 @@ def _full(
     ]
     present = {line.split("\t", 1)[1] for line in lines}
     gone += [p for p in hash_these if p not in present and p in before]
-    return _update(repo, overlay, lines, gone), skipped, prune
+    return _update(repo, overlay, lines, gone), skipped, prune, len(listing)
 
 
 def _listed_again(

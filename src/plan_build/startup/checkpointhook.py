@@ -15,10 +15,30 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from pathlib import Path
 
 BLOCK = 2
+CALL_LOG = "calls.jsonl"  # core/checkpoint.py's CALL_LOG (a test keeps them equal)
+STATE = ("plan-build", "checkpoints")
+TOOL_STATE = (".claude/codex-review",)  # core/checkpoint.py's TOOL_STATE (the same test)
+MOUNT_POINTS = frozenset(  # core/checkpoint.py's MOUNT_POINTS (the same test)
+    (
+        ".bash_profile",
+        ".bashrc",
+        ".gitconfig",
+        ".gitmodules",
+        ".idea",
+        ".mcp.json",
+        ".profile",
+        ".ripgreprc",
+        ".vscode",
+        ".zprofile",
+        ".zshrc",
+    )
+)
+FAST_LIMIT = 5000  # recorded files: past this, `find` beats a walk in Python
 LOG_LIMIT = 1024 * 1024  # bytes; past it the older half is dropped
 WHAT_LIMIT = 300
 # a light mask for the log (the full redaction runs when `checkpoints` shows it)
@@ -45,6 +65,14 @@ def run(data: dict[str, object]) -> tuple[int, str, str]:
     tool_input = data.get("tool_input") if isinstance(data.get("tool_input"), dict) else {}
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
     what = summary(tool_input)  # type: ignore[arg-type]
+    root = str(os.environ.get("CLAUDE_PROJECT_DIR") or cwd or os.getcwd())
+    try:
+        last = unchanged(Path(root))
+        if last is not None:  # the common case, answered without git or the process seam
+            _log(Path(root) / ".git" / Path(*STATE), tool, what, last, False)
+            return 0, "", ""
+    except (OSError, ValueError, TypeError, KeyError):
+        pass  # the full check below decides
     try:
         from plan_build.core import checkpoint, gitrepo
 
@@ -64,9 +92,71 @@ def run(data: dict[str, object]) -> tuple[int, str, str]:
     return 0, "", ""
 
 
+def unchanged(root: Path) -> str | None:
+    """The newest checkpoint's ref when nothing changed since it, decided from its stamp,
+    the index's stat and one walk of ctimes (core/checkpoint.py's own test, in a small
+    repository's main work tree, without importing git's machinery: that import alone costs
+    more than the walk); None when a change or anything unusual needs the full check."""
+    git_dir = root / ".git"
+    stamp = json.loads((git_dir / Path(*STATE) / "stamp.json").read_text(encoding="utf-8"))
+    if not git_dir.is_dir() or not stamp.get("last_ref"):
+        return None
+    if (stamp["tree"], stamp["index"]) != (stamp["last_tree"], stamp["last_index"]):
+        return None
+    if int(stamp.get("extra", {}).get("count", FAST_LIMIT)) >= FAST_LIMIT:
+        return None
+    for path, recorded in (
+        (git_dir / "index", "index_stat"),
+        (git_dir / "info" / "exclude", "ignore_stat"),
+    ):
+        try:
+            st = path.stat()
+            now = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        except FileNotFoundError:
+            now = [0, 0, 0, 0]
+        if now != stamp[recorded]:
+            return None
+    since = int(stamp["taken_ns"])
+    prune = {".git", *TOOL_STATE, *stamp["prune"]}
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        here = root / rel if rel else root
+        if os.lstat(here).st_ctime_ns > since and (rel or not _same_top(root, stamp, prune)):
+            return None
+        with os.scandir(here) as entries:
+            for entry in entries:
+                child = f"{rel}/{entry.name}" if rel else entry.name
+                if child in prune or (child in MOUNT_POINTS and _empty_file(entry)):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(child)
+                elif entry.stat(follow_symlinks=False).st_ctime_ns > since:
+                    return None
+    return str(stamp["last_ref"])
+
+
+def _same_top(root: Path, stamp: dict[str, object], prune: set[str]) -> bool:
+    """Whether the top directory holds the recorded names (its ctime moves each time Claude's
+    sandbox adds and removes its mount points there); ignored names send it to the full check."""
+    extra = stamp.get("extra")
+    if not isinstance(extra, dict) or extra.get("top_of") != stamp["tree"]:
+        return False
+    names = set()
+    for entry in os.scandir(root):
+        if entry.name in prune or (entry.name in MOUNT_POINTS and _empty_file(entry)):
+            continue
+        names.add(entry.name)
+    return names == set(extra.get("top", ()))
+
+
+def _empty_file(entry: os.DirEntry[str]) -> bool:
+    st = entry.stat(follow_symlinks=False)
+    return stat.S_ISREG(st.st_mode) and st.st_size == 0
+
+
 def _log(folder: Path, tool: object, what: str, ref: str | None, new: bool) -> None:
     from plan_build.core import fsutil
-    from plan_build.core.checkpoint import CALL_LOG
 
     path = folder / CALL_LOG
     line = json.dumps(
