@@ -3,6 +3,10 @@ MultiEdit, NotebookEdit), the work tree and the user's index are checkpointed if
 (core/checkpoint.py). Claude runs hooks as its own processes, outside the agent's sandbox, so
 this can write the repository's objects and plan-build's refs, which no agent process can.
 
+An unchanged small tree is answered by a quick look (`unchanged`: the stamp, the index's
+stat, one walk of ctimes) before git's machinery is imported; everything else goes to
+core/checkpoint.py's full check.
+
 Fail closed: a checkpoint that cannot be taken refuses the tool call (exit 2 with the reason,
 which Claude shows the model), because a write after a missing checkpoint is exactly the write
 that could lose work with nothing to restore (docs/adr/0198). Each call is also noted in the
