@@ -415,3 +415,39 @@ def test_the_hooks_quick_look_answers_only_when_nothing_changed(repo: Path) -> N
     assert hook(repo, "Bash", {"command": "ls"}).returncode == 0
     assert checkpointhook.unchanged(repo) is not None
     assert checkpointhook.unchanged(repo) != taken.ref  # the chmod made a new checkpoint
+
+
+def test_a_dispatch_checkpoints_before_codex_runs_and_restore_undoes_its_edit(
+    repo: Path, stubs: Any, cli: Any
+) -> None:
+    from tests.support.dispatching import codex_edits, make_plan
+
+    make_plan(repo)
+    before = (repo / "src" / "app.py").read_bytes()
+    codex_edits(stubs, {"src/app.py": "fixed\n"})
+
+    r = cli("dispatch", "TASK-002", cwd=repo, env={"PLAN_BUILD_MEMORY_MODE": "degraded"})
+
+    assert r.code == 0, r.stderr
+    found = checkpoint.listed(gitrepo.discover(repo))
+    named = [c for c in found if c.meta.get("reason") == "before Codex attempt 1"]
+    assert named, [c.meta for c in found]
+    back = cli("restore", named[0].name, "src/app.py", "--force", cwd=repo)
+    assert back.code == 0, back.stderr
+    assert (repo / "src" / "app.py").read_bytes() == before
+
+
+def test_a_wave_result_is_checkpointed_before_it_is_applied_back(repo: Path) -> None:
+    from plan_build.dispatch import applyback
+    from tests.test_wave_applyback import setup, trees
+
+    setup(repo)
+    r, base, end, now = trees(repo, {"a.txt": b"1\nTASK\n3\n4\n5\n6\n"}, {"a.txt": b"USER\n"})
+    got = applyback.apply(
+        r, task_id="TASK-002", base=base, end=end, now=now, paths=["a.txt"], applied_by={}
+    )
+
+    assert not got.ok  # the user's edit overlaps: nothing written
+    newest = checkpoint.listed(r)[0]
+    assert newest.meta["reason"] == "before applying TASK-002's result"
+    assert git(repo, "show", f"{newest.ref}:worktree/a.txt") == "USER\n"
