@@ -11,6 +11,7 @@ layer's command through `sh -c`, Claude's JSON on stdin, to exit.
     pre-edit, config                               50 ms                      <= 1.0x
     post-edit (architect, TASKS.md of 50 tasks)    50 ms                      <= 1.0x
     post-bash (architect): no write / a write      50 ms                      <= 1.0x
+    checkpoint: an unchanged tree (a small repo)   50 ms                      <= 1.0x
     the floor: `sh -c` running `python -I -S -c pass`, the same way   (shown beside each)
     false refusals of tests/data/ordinary_commands.txt   the same count by REF's shellgate
 
@@ -111,6 +112,7 @@ def main() -> None:
         state = root / "state"  # live scope's cache of the scopes, as under .git/plan-build
         (state / "claude").mkdir(parents=True)
         (root / "ship.sh").write_text("#!/bin/sh\n" + "echo step\n" * 200 + "git push\n")
+        subprocess.run(["git", "init", "-q", str(root)], check=True)  # for the checkpoint hook
         env = {"PATH": "/usr/bin:/bin", claudelayer.HOOK_ENV: claudelayer.hook_program()}
         env["CLAUDE_PROJECT_DIR"] = str(root)
         long = " && ".join(f"grep -n 'pattern {i}' src/file{i}.py" for i in range(100))
@@ -140,6 +142,7 @@ def main() -> None:
                 bash("echo 1 > pkg050/a.py"),
             ),
         }
+        cases["checkpoint, unchanged tree (small repo)"] = ("checkpoint", "plan", bash("ls"))
         floor_cmd = shlex.join([sys.executable, "-I", "-S", "-c", "pass"])
         floor: list[float] = []
         samples: dict[str, list[float]] = {k: [] for k in cases}

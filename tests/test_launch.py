@@ -55,6 +55,7 @@ def test_plan_launches_interactive_claude_with_the_rendered_prompt(
     assert [g["matcher"] for g in layer["hooks"]["PreToolUse"]] == [
         "Bash",
         "Edit|Write|MultiEdit|NotebookEdit",
+        "Bash|Edit|Write|MultiEdit|NotebookEdit",  # the checkpoint before every write
     ]
     assert "PostToolUse" not in layer["hooks"]  # live scope is architect mode's
     assert not (ready / ".claude").exists()

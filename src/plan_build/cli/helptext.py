@@ -38,6 +38,8 @@ OVERVIEW: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("review", "the next review of the plan or of the change"),
             ("status", "where the session stands and what commit still lacks"),
             ("report", "the whole session as one page (HTML) or Markdown"),
+            ("checkpoints", "the work tree as recorded before each agent write"),
+            ("restore", "bring files and index back from a checkpoint"),
         ),
     ),
     (

@@ -105,13 +105,31 @@ def optional_positionals(argv: list[str]) -> list[str]:
     return out
 
 
+# A command that takes any number of words (`restore [CHECKPOINT] [PATH…]`; invoke has no
+# variadic positionals): each word after the command becomes a value of this repeatable flag.
+VARIADIC = {"restore": "--word"}
+
+
+def variadic_positionals(argv: list[str]) -> list[str]:
+    """`argv` with each plain word after a VARIADIC command given as its flag's value."""
+    for name, flag in VARIADIC.items():
+        if name not in argv:
+            continue
+        at = argv.index(name)
+        rest: list[str] = []
+        for word in argv[at + 1 :]:
+            rest += [word] if word.startswith("-") else [flag, word]
+        return [*argv[: at + 1], *rest]
+    return argv
+
+
 class StrictParser(Parser):
     """Names the command a flag-looking positional belongs to (for its help or for completion
     of its flags)."""
 
     def parse_argv(self, argv: list[str]) -> ParseResult:
         try:
-            return super().parse_argv(optional_positionals(argv))
+            return super().parse_argv(variadic_positionals(optional_positionals(argv)))
         except FlagForArgument as exc:
             exc.command = next((t for t in argv if t in self.contexts), None)
             if exc.command is not None:

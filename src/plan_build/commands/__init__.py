@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from invoke.collection import Collection
 
-from plan_build.commands import dispatch, enhance, release, review, session
+from plan_build.commands import checkpoints, dispatch, enhance, release, review, session
 from plan_build.commands import setup as setup_tasks
 from plan_build.commands import verify as verify_tasks
 
@@ -20,6 +20,8 @@ for _task in verify_tasks.TASKS:
 namespace.add_collection(review.collection)
 namespace.add_collection(release.ns)
 for _task in dispatch.TASKS:
+    namespace.add_task(_task)
+for _task in checkpoints.TASKS:
     namespace.add_task(_task)
 for _task in setup_tasks.TASKS:
     namespace.add_task(_task)

@@ -60,6 +60,51 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
     fsync_dir(path.parent)
 
 
+def file_mode(executable: bool) -> int:
+    """The mode git gives a file it writes: 0777 or 0666, less the umask."""
+    return (0o777 if executable else 0o666) & ~_umask()
+
+
+def atomic_symlink(path: Path, target: str) -> None:
+    """Make `path` a symbolic link to `target`, replacing whatever entry is there (a file or
+    a link, never followed) in one rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}{owner_tag()}{os.urandom(4).hex()}.tmp"
+    os.symlink(target, tmp)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def replace_locked(path: Path, data: bytes) -> None:
+    """Replace `path` the way git replaces its own files (the index): write `<path>.lock`,
+    created exclusively so a git process holding it makes this refuse, then rename it over."""
+    lock = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise PlanBuildError(
+            f"{lock} exists: another git process is writing it",
+            f"wait for that git command to finish (or, if none runs, remove {lock}), then retry",
+            code=ExitCode.BLOCKED,
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(lock, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)
+        raise
+    fsync_dir(path.parent)
+
+
 _OWNED = re.compile(r"~pb(\d+)-(\d+)~")
 _TAG: list[str] = []
 

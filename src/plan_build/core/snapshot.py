@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from plan_build.core import ctimescan, fsutil
+from plan_build.core import checkpoint, ctimescan, fsutil
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo, git_env
 from plan_build.core.proc import CommandFailed
@@ -116,20 +116,7 @@ def add_all(repo: Repo, env: dict[str, str], exclude: Sequence[str] = TOOL_STATE
 # While a sandboxed command runs, Claude Code's sandbox puts empty mount points for these in
 # the working directory (measured, 2.1.332); they vanish afterwards. A plan-build command that
 # runs meanwhile (through the broker) must not take them for the session's change.
-MOUNT_POINTS = (
-    ".bash_profile",
-    ".bashrc",
-    ".claude",
-    ".gitconfig",
-    ".gitmodules",
-    ".idea",
-    ".mcp.json",
-    ".profile",
-    ".ripgreprc",
-    ".vscode",
-    ".zprofile",
-    ".zshrc",
-)
+MOUNT_POINTS = tuple(sorted(checkpoint.MOUNT_POINTS | {".claude"}))  # .claude: a folder
 
 
 def mount_debris(root: Path) -> list[str]:

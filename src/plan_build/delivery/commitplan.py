@@ -24,6 +24,7 @@ from plan_build.delivery.intended import Change, Entry, display_path
 class Overlap:
     path: str
     detail: str
+    vanished: bool = False  # the baseline held the file and the work tree no longer does
 
     def __str__(self) -> str:
         return f"{display_path(self.path)}: {self.detail}"
@@ -169,7 +170,7 @@ def splice(repo: Repo, base: Baseline, change: Change) -> Spliced:
                 ),
             )
         except _Conflict as exc:
-            overlaps.append(Overlap(path, exc.detail))
+            overlaps.append(Overlap(path, exc.detail, b_entry is not None and c_entry is None))
             continue
         commit_entries.append((path, r_entry))
         index_entries.append((path, i_entry))
@@ -179,11 +180,19 @@ def splice(repo: Repo, base: Baseline, change: Change) -> Spliced:
 def overlap_error(overlaps: list[Overlap]) -> PlanBuildError:
     listed = "\n    ".join(str(o) for o in overlaps[:10])
     more = f"\n    and {len(overlaps) - 10} more" if len(overlaps) > 10 else ""
+    gone = [o.path for o in overlaps if o.vanished]
+    restore = (
+        f"; {len(gone)} of these file(s) vanished from the work tree: `plan-build checkpoints` "
+        "lists what was recorded before each agent write, and `plan-build restore` brings it "
+        "back"
+        if gone
+        else ""
+    )
     return PlanBuildError(
         f"the session's change overlaps work that was uncommitted before it started; "
         f"nothing was committed:\n    {listed}{more}",
         "commit by hand (git add -p) or move one of the edits apart so an unchanged line "
-        "separates them, then run plan-build commit again",
+        f"separates them, then run plan-build commit again{restore}",
         code=ExitCode.BLOCKED,
     )
 

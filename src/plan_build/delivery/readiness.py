@@ -302,7 +302,9 @@ def _change(p: Probe) -> Iterator[Refusal]:
                 "overlap",
                 f"the change overlaps uncommitted work from before the session "
                 f"({len(overlaps)} path(s))",
-                "move the edits apart (or commit by hand: git add -p)",
+                "bring vanished files back: plan-build restore"
+                if any(o.vanished for o in overlaps)
+                else "move the edits apart (or commit by hand: git add -p)",
                 overlap_error(overlaps),
             )
     tree = p.tree()

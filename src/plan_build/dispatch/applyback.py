@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from plan_build.core import hunks, proc
+from plan_build.core import checkpoint, hunks, proc
 from plan_build.core.errors import PlanBuildError
 from plan_build.core.fsutil import atomic_write
 from plan_build.core.gitrepo import Repo, git_argv, git_env
@@ -125,6 +125,7 @@ def apply(
     result = Applied()
     if not paths:
         return result
+    checkpoint.take(user, f"before applying {task_id}'s result", details={"task": task_id})
     theirs = set(_changed(user, base, now))
     mine_only = [p for p in paths if p not in theirs]
     both = [p for p in paths if p in theirs]

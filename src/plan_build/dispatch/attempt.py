@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from plan_build.core import proc, redact, snapshot
+from plan_build.core import checkpoint, proc, redact, snapshot
 from plan_build.core.errors import PlanBuildError
 from plan_build.core.fsutil import atomic_write
 from plan_build.core.gitrepo import Repo
@@ -175,6 +175,7 @@ def run_codex(
         out.unlink()  # codex keeps an old file's content when it fails
     (run_dir / f"attempt-{attempt.number}.prompt.md").write_text(prompt, encoding="utf-8")
     argv = codex_argv(recipe, attempt.role, out, prompt, extra)
+    checkpoint.before_run(root, env, f"before Codex attempt {attempt.number}")
     # the `--json` stream goes straight to the run folder and is read from there a line at a
     # time: it can be large (every command's output), and is never held whole in memory
     events = events_path(run_dir, attempt.number)

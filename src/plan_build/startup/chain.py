@@ -114,6 +114,10 @@ def start(session: Session, req: Request) -> None:
         memory_reason=degraded_reason(report, session.env),
         guard=chosen.mode,
     )
+    # the first checkpoint hashes every file: taken here, with no hook deadline (ADR 0198)
+    from plan_build.core import checkpoint
+
+    checkpoint.take(repo, "session start")
     if req.mode == "architect" and req.new:
         done = architect_context(session, repo, new=True, dry_run=False)
         if done != {k: context[k] for k in done}:  # another run took the planned archive name

@@ -12,8 +12,10 @@ Three layers (docs/adr/0170, 0190):
 - hooks running plan-build's hook program (startup/gatehook.py): PreToolUse on Bash (every
   command through shellgate) and on the file tools (no write into .git or a settings file),
   ConfigChange (user, project and local settings stay as launched), and in architect mode
-  PostToolUse on the file tools (live scope). Each hook is marked `onFailure: "block"`, and
-  its command ends `|| exit 2`, so a hook that cannot start, crashes or times out refuses.
+  PostToolUse on the file tools (live scope), and a checkpoint of the work tree before every
+  tool call that can write (its own PreToolUse entry: core/checkpoint.py). Each hook is
+  marked `onFailure: "block"`, and its command ends `|| exit 2`, so a hook that cannot
+  start, crashes or times out refuses.
 
 The file is plan-build's own: under the repository's state folder, named by its content, so a
 dry run prints the path and bytes the launch will pass and a re-launch rewrites nothing. The
@@ -36,6 +38,7 @@ from plan_build.core.gitrepo import Repo
 HOOK_ENV = sessionvars.HOOK
 HOOK_TIMEOUT = 10  # seconds Claude gives each hook call; the hook's own deadline is shorter
 FILE_TOOLS = "Edit|Write|MultiEdit|NotebookEdit"
+CHECKPOINTED = f"Bash|{FILE_TOOLS}"  # a checkpoint before each call that can write (ADR 0198)
 GUARDED_SETTINGS = "user_settings|project_settings|local_settings"
 # (program words, gated arguments): what the deny rules name, as Claude's prefix rules
 GATED_COMMANDS = (
@@ -140,6 +143,7 @@ def settings(
         "PreToolUse": [
             {"matcher": "Bash", "hooks": [hook("pre-bash")]},
             {"matcher": FILE_TOOLS, "hooks": [hook("pre-edit")]},
+            {"matcher": CHECKPOINTED, "hooks": [hook("checkpoint")]},
         ],
         "ConfigChange": [{"matcher": GUARDED_SETTINGS, "hooks": [hook("config")]}],
     }

@@ -13,6 +13,9 @@ Events:
   call is refused with the reason;
 - `pre-edit` (PreToolUse, Edit|Write|MultiEdit|NotebookEdit): no write into git's own
   directory, plan-build's state, or Claude's settings files;
+- `checkpoint` (PreToolUse, Bash and the file tools): the work tree and the user's index
+  checkpointed if they changed; a checkpoint that cannot be taken refuses the call
+  (startup/checkpointhook.py);
 - `config` (ConfigChange): a change to user, project or local settings is not applied for the
   rest of the session;
 - `post-edit`, `post-bash` (PostToolUse, architect mode): a write outside the architect records
@@ -90,6 +93,10 @@ def run(args: list[str], raw: str) -> tuple[int, str, str]:
         data = None
     if not isinstance(data, dict):
         return BLOCK, "", f"plan-build's hook could not read what Claude sent; {ASK_USER}"
+    if event == "checkpoint":
+        from plan_build.startup import checkpointhook
+
+        return checkpointhook.run(data)
     tool_input = data.get("tool_input")
     tool_input = tool_input if isinstance(tool_input, dict) else {}
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None

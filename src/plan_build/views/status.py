@@ -47,6 +47,7 @@ class StatusFacts:
     # verify commands that differ from the ones committed at the baseline (an agent may have
     # written them): named before they run at the user's terminal (ADR 0190)
     changed_commands: tuple[str, ...] = ()
+    last_checkpoint: str | None = None  # when the work tree was last checkpointed (ADR 0198)
 
     @property
     def ready(self) -> bool:
@@ -99,7 +100,11 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path) -> StatusFacts:
     v = progress.verification(repo, s.id, tree)
     busy = None if s.committed else baseline_mod.busy_state(repo)
     missing, nxt = what_is_missing(s, r, t, judged(repo, s, r, busy, now))
-    return StatusFacts(s, r, t, v, busy, missing, nxt, _changed_commands(repo, env, s))
+    from plan_build.core import checkpoint
+
+    return StatusFacts(
+        s, r, t, v, busy, missing, nxt, _changed_commands(repo, env, s), checkpoint.last_taken(repo)
+    )
 
 
 def _changed_commands(repo: Repo, env: Mapping[str, str], s: SessionFacts) -> tuple[str, ...]:
@@ -143,6 +148,8 @@ def _header(f: StatusFacts) -> list[str]:
     where = f"  baseline {s.branch or 'detached HEAD'} @ {base}"
     if s.committed:
         where += f" · committed as {s.committed[:12]} at {_when(s.committed_at)}"
+    if f.last_checkpoint:
+        where += f" · checkpoint {_when(f.last_checkpoint)}"
     lines.append(where)
     if s.head_moved:
         now = s.head[:12] if s.head else "no commit"
@@ -354,6 +361,7 @@ def as_json(f: StatusFacts) -> dict[str, Any]:
         "ready": f.ready,
         "missing": list(f.missing),
         "next": f.next,
+        "last_checkpoint": f.last_checkpoint,
     }
 
 

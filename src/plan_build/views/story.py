@@ -133,6 +133,7 @@ class Header:
     memory_reason: str | None
     identity: str | None
     guard: str | None = None  # "sandbox" / "unguarded" as the launch recorded it (ADR 0190)
+    last_checkpoint: str | None = None  # when the work tree was last checkpointed (ADR 0198)
 
 
 @dataclass(frozen=True)

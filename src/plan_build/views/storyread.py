@@ -304,6 +304,7 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path, session_id: str | None
             facts.memory.reason,
             facts.identity.value,
             facts.baseline.guard,
+            last_checkpoint=_last_checkpoint(repo),
         ),
         outcome=_outcome(repo, env, cwd, facts),
         files=tuple(
@@ -322,3 +323,9 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path, session_id: str | None
 
 
 __all__ = ["LIST_FIX", "gather", "session_ids"]
+
+
+def _last_checkpoint(repo: Repo) -> str | None:
+    from plan_build.core import checkpoint
+
+    return checkpoint.last_taken(repo)
