@@ -8,6 +8,7 @@ diff is bounded: past MAX_DIFF characters it stops at a line and says how much w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -127,6 +128,7 @@ def render(story: st.Story, fmt: str, templates: Path) -> str:
     env.filters["seconds"] = _seconds
     env.filters["tokens"] = _tokens
     env.filters["md"] = _md_cell
+    env.filters["code"] = _md_code
     diff, left_out = bounded_diff(story.diff)
     context = {
         "s": story,
@@ -136,23 +138,51 @@ def render(story: st.Story, fmt: str, templates: Path) -> str:
         "timeline": timeline(story.events),
         "added": sum(f.added or 0 for f in story.files),
         "removed": sum(f.removed or 0 for f in story.files),
-        "fence": "`" * max(3, _longest_backticks(diff) + 1),
+        # one fence for every block (the diff, each check's output): longer than any run in them
+        "fence": "`" * max(3, 1 + max(_longest_backticks(t) for t in [diff, *_tails(story)])),
     }
     return env.get_template(f"report/report.{fmt}.j2").render(**context)
 
 
-def _longest_backticks(text: str) -> int:
-    import re
+def _tails(story: st.Story) -> list[str]:
+    return [c.tail for c in story.verify.checks if c.tail] if story.verify else []
 
+
+def _longest_backticks(text: str) -> int:
     return max((len(m) for m in re.findall(r"`+", text)), default=0)
 
 
+# Markdown the text of a reviewer, an agent, a task file or a file name must not become: every
+# character that opens a link, an image, raw HTML, emphasis or a code span is backslash-escaped
+# (GitHub shows the character itself), `:/` and `www.` so no URL is autolinked, and a word with
+# `@` (an e-mail or XMPP autolink survives escapes) goes into a code span of its own.
+_MD_ESCAPED = frozenset("\\`*_[]<>|~&!#")
+_AUTOLINK = re.compile(r"(?i)(www)\.|:(?=/)")
+
+
+def _md_word(word: str) -> str:
+    if "@" in word:
+        return _md_code(word)
+    escaped = "".join("\\" + ch if ch in _MD_ESCAPED else ch for ch in word)
+    return _AUTOLINK.sub(lambda m: f"{m.group(1) or ''}\\{m.group(0)[-1]}", escaped)
+
+
 def _md_cell(text: object) -> str:
-    """Text for a GitHub table cell or list item: no pipe, newline or HTML is taken as such."""
+    """Untrusted text as inert Markdown for a table cell, a heading or a line: one line, shown
+    as written, never a link, an image, an autolink, HTML or a table cell break (ADR 0194)."""
     value = "" if text is None else str(text)
-    for a, b in (("\\", "\\\\"), ("|", "\\|"), ("<", "&lt;"), (">", "&gt;"), ("`", "\\`")):
-        value = value.replace(a, b)
-    return " ".join(value.split())
+    return " ".join(_md_word(w) for w in value.split())
+
+
+def _md_code(text: object) -> str:
+    """Untrusted text as one inline code span: delimited by a backtick run longer than any in
+    it (a backslash does not escape inside a code span), `|` escaped for a table (GFM)."""
+    value = " ".join(("" if text is None else str(text)).split())
+    if not value:
+        return ""
+    fence = "`" * (_longest_backticks(value) + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value.replace('|', chr(92) + '|')}{pad}{fence}"
 
 
 def make(
