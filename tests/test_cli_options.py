@@ -425,3 +425,16 @@ def test_dry_before_commit_commits_nothing(cli, repo: Path) -> None:
     assert "unknown option -R" in r.output
     assert git(repo, "rev-parse", "HEAD") == head
     assert git(repo, "status", "--porcelain") == " M a.txt\n"
+
+
+def test_a_flag_without_its_value_is_one_plan_build_message(repo: Path, cli) -> None:
+    r = cli("report", "--format", cwd=repo)
+    assert r.code == 2
+    assert r.stderr.startswith("plan-build: --format needs a value\n")
+    assert "StrictArgument" not in r.stderr
+
+
+def test_commit_dash_m_names_the_long_option(repo: Path, cli) -> None:
+    r = cli("commit", "-m", "x", cwd=repo)
+    assert r.code == 2
+    assert "unknown option -m (did you mean --message?)" in r.stderr

@@ -210,3 +210,20 @@ def test_a_verify_command_shows_the_tail_of_its_log(repo: Path) -> None:
     tail = storyread._tail(r, "s1", "command.unit tests")
     assert tail.splitlines() == [f"line {i}" for i in range(25, 40)]
     assert storyread._tail(r, "s1", "secrets") == ""
+
+
+def test_a_report_written_into_the_work_tree_is_refused_so_it_is_never_committed(
+    repo: Path,
+) -> None:
+    baseline.capture(gitrepo.discover(repo), session_id="s1")
+    (repo / "new.txt").write_text("hello\n")
+    got = run_cli("report", "--format", "md", "--out", "pr.md", cwd=repo)
+    assert got.code == 2
+    assert "--out pr.md is inside the work tree" in got.stderr
+    assert "--out ../report.md" in got.stderr
+    assert not (repo / "pr.md").exists()
+    outside = run_cli("report", "--format", "md", "--out", "../pr.md", cwd=repo)
+    assert outside.code == 0, outside.stderr
+    assert (repo.parent / "pr.md").is_file()
+    status = run_cli("status", "--json", cwd=repo)
+    assert "pr.md" not in status.stdout  # the change is still new.txt alone

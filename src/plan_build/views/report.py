@@ -185,6 +185,25 @@ def _md_code(text: object) -> str:
     return f"{fence}{pad}{value.replace('|', chr(92) + '|')}{pad}{fence}"
 
 
+def _outside_the_change(repo: Repo, out: Path, fmt: str) -> None:
+    """Refuse a report path in the work tree: it would become part of the intended change and
+    be committed with it (issue 36; ADR 0195). The git dir is outside the change."""
+    from plan_build.core.errors import ExitCode, PlanBuildError
+
+    where = out.absolute().parent.resolve() / out.name
+    for kept in (repo.git_dir, repo.common_dir):
+        if where.is_relative_to(kept.resolve()):
+            return
+    if where.is_relative_to(repo.root.resolve()):
+        raise PlanBuildError(
+            f"--out {out} is inside the work tree: the report would become part of the "
+            "intended change and be committed with it",
+            f"omit --out (the report is written under the git dir and its path printed), or "
+            f"name a path outside the repository, e.g. --out ../report.{fmt}",
+            code=ExitCode.USAGE,
+        )
+
+
 def make(
     repo: Repo,
     env: Mapping[str, str],
@@ -205,8 +224,10 @@ def make(
     text = render(redacted(story, env, paths), fmt, templates)
     if out is None:
         out = repo.in_state(repo.state_dir / "sessions" / story.header.id / f"report.{fmt}")
-    elif out.is_dir():
-        out = out / f"report.{fmt}"
+    else:
+        if out.is_dir():
+            out = out / f"report.{fmt}"
+        _outside_the_change(repo, out, fmt)
     fsutil.atomic_write(out, text)
     return out
 
