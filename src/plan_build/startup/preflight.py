@@ -333,7 +333,7 @@ def settle(report: Report, session: Session, opts: Options) -> Report:
         hard = [c for c in report.checks if c.failed and not c.degradable]
         soft = [c for c in report.checks if c.failed and c.degradable]
         if hard:
-            raise blocked(hard, closing_fix(report, session, MANUAL_FIX))
+            raise blocked(hard, closing_fix(report, session, MANUAL_FIX), degradable=soft)
         if not soft:
             return report
         if not session.ui.interactive:
@@ -383,12 +383,18 @@ def closing_fix(report: Report, session: Session, manual: str) -> str:
     return fixable.closing_fix(session, report.mode, failing, manual)
 
 
-def blocked(failures: Sequence[Check], fix: str = MANUAL_FIX) -> PlanBuildError:
-    names = ", ".join(c.id for c in failures)
-    noun = "check" if len(failures) == 1 else "checks"
-    return PlanBuildError(
-        f"preflight failed: {len(failures)} {noun} ({names})", fix, code=ExitCode.PREFLIGHT
-    )
+def blocked(
+    failures: Sequence[Check], fix: str = MANUAL_FIX, *, degradable: Sequence[Check] = ()
+) -> PlanBuildError:
+    """The launch is blocked by `failures`; `degradable` failed too (the table shows them all,
+    so the count is of them all: issue 36) but alone would allow degraded mode."""
+    every = [*failures, *degradable]
+    names = ", ".join(c.id for c in every)
+    noun = "check" if len(every) == 1 else "checks"
+    what = f"preflight failed: {len(every)} {noun} ({names})"
+    if degradable:
+        what += f"; {len(failures)} of them cannot be run around in degraded mode"
+    return PlanBuildError(what, fix, code=ExitCode.PREFLIGHT)
 
 
 __all__ = ["Mode", "Options", "Report", "closing_fix", "render", "run", "settle"]
