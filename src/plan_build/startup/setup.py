@@ -110,7 +110,8 @@ def run_step(step: Step) -> Outcome:
         return Outcome(step.id, "failed", result.detail, result.tail, step.remedy)
     problem = step.verify() if step.verify else None
     if problem:
-        return Outcome(step.id, "failed", problem, result.tail, step.remedy)
+        after = step.remedy if step.remedy_if_done is None else step.remedy_if_done
+        return Outcome(step.id, "failed", problem, result.tail, after or None)
     return Outcome(step.id, "ok", result.detail, result.tail)
 
 
