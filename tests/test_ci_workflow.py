@@ -66,3 +66,16 @@ def test_every_action_is_pinned_to_a_version() -> None:
         for step in job["steps"]:
             if "uses" in step:
                 assert re.fullmatch(r"[\w.-]+/[\w.-]+@v\d+", step["uses"]), step["uses"]
+
+
+def test_the_readme_first_command_works_on_an_externally_managed_python_and_ci_runs_it() -> None:
+    text = (ROOT / "README.md").read_text()
+    found = re.search(r"Run the main job.*?```sh\n(.+?)\n```", text, re.DOTALL)
+    assert found, "README.md lost its first command"
+    first = found.group(1).strip()
+    assert first.startswith("python3 -m venv .venv && .venv/bin/pip install")
+    assert ";" not in first  # a failed install must stop the line
+    assert "pip install" not in first.replace(".venv/bin/pip install", "")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "Run the main job" in ci  # .ci/run reads the command from README itself
+    assert _readme_test_command() in ci

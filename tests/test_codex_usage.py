@@ -431,7 +431,7 @@ def test_the_review_scan_reads_the_answer_and_the_failure() -> None:
 def test_the_report_shows_numbers_where_codex_gave_them_and_unknown_elsewhere() -> None:
     story = stories.story(rounds=1, tasks=1)
     text = report_view.render(story, "md", report_view_templates())
-    assert "| 1 | implement | checks_failed |" in text
+    assert "| 1 | implement | checks\\_failed |" in text  # `_` escaped: GitHub shows checks_failed
     assert "1,540 tokens (in 1,200, cached 200, out 340, reasoning 40)" in text
     assert "| correct | unknown |" in text
     assert "| coderabbit | skipped |  | coderabbit is not installed | unknown |" in text

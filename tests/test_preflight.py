@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from plan_build.core.errors import ExitCode, PlanBuildError
-from plan_build.startup import preflight, wslchecks
+from plan_build.startup import preflight, preflighttable, wslchecks
 from tests.support.gitcmd import git
 from tests.support.memserver import MemoryServer
 from tests.support.sessions import make_session
@@ -273,7 +273,7 @@ def test_the_branch_is_asked_once_beside_the_probes(
     monkeypatch.setattr(Repo, "branch", branch)
     session, report, _ = run(ready)
     assert report.header.endswith("(main)")
-    assert preflight.render_ready(report, session).endswith(f"{ready.name} (main)")
+    assert preflighttable.render_ready(report, session).endswith(f"{ready.name} (main)")
     assert asked == [True]
 
 
@@ -289,3 +289,18 @@ def test_a_weaker_hold_on_the_process_tree_is_named(
     assert (row.id, row.status) == ("process.tree", "warn")
     assert "can outlive a killed plan-build" in row.detail
     assert report.ok  # a warning, not a refusal
+
+
+def test_the_closing_line_counts_every_failure_the_table_shows() -> None:
+    from plan_build.core.checks import Check
+
+    hard = [Check("tool.codex", "fail", "missing"), Check("tool.claude", "fail", "missing")]
+    soft = [
+        Check(f"memory.{n}", "fail", "down", degradable=True) for n in ("server", "cli", "hook")
+    ]
+    err = preflight.blocked(hard, degradable=soft)
+    assert err.what.startswith("preflight failed: 5 checks (tool.codex, tool.claude, memory.")
+    assert err.what.endswith("; 2 of them cannot be run around in degraded mode")
+    assert err.code == ExitCode.PREFLIGHT
+    alone = preflight.blocked(hard[:1])
+    assert alone.what == "preflight failed: 1 check (tool.codex)"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from plan_build.core.checks import Check
-from plan_build.startup import preflight, wslchecks
+from plan_build.startup import preflight, preflighttable, wslchecks
 from tests.support.gitcmd import git
 from tests.support.sessions import make_session
 from tests.support.stubs import Stubs
@@ -73,7 +73,7 @@ def test_on_wsl_a_repository_on_a_windows_drive_warns_with_what_is_lost(
         assert lost in drive.detail
     assert "clone the repository into the Linux file system" in (drive.remediation or "")
     session, _, _ = make_session(root)
-    text = preflight.render(preflight.Report("standard", rows, None), session)
+    text = preflighttable.render(preflight.Report("standard", rows, None), session)
     assert "WARN WSL drive         the repository is on a Windows drive" in text, text
     assert "-> clone the repository into the Linux file system" in text
     assert preflight.Report("standard", rows, None).ok  # a warning: the launch may go on

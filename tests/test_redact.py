@@ -94,3 +94,41 @@ def test_lines_found_by_the_joined_search_keep_their_numbers() -> None:
     lines = ["a", f"t = '{github_token()}'", "b", "c", f"k={aws_key()}"]
     found = redact.engine().scan_lines("x.py", lines, patterns_only=True)
     assert [(i, h.type) for i, h in found] == [(1, "GitHub Token"), (4, "AWS Access Key")]
+
+
+def test_what_verify_flags_with_the_keyword_plugin_is_withheld_too() -> None:
+    """Issue 36: the report kept `password = "hunter2hunter2"`, which verify's scan flags."""
+    texts = ['password = "hunter2hunter2"', "the password is wrong", "x = get_password()"]
+    assert redact.clean_many(texts, {}) == [
+        "[line withheld by plan-build: looks like a credential (Secret Keyword)]",
+        "the password is wrong",
+        "x = get_password()",
+    ]
+
+
+def test_the_keyword_prefilter_finds_what_asking_line_by_line_finds() -> None:
+    engine = redact.engine()
+    line = st.sampled_from(
+        [
+            'password = "hunter2hunter2"',
+            "db_pass: 's3cr3tvalue99'",
+            'API_KEY="abcdef123456"',
+            "the Secret is out",
+            "nothing here",
+            'pwd := "zz9plural"',
+        ]
+    )
+
+    @settings(max_examples=50, deadline=None)
+    @given(lines=st.lists(line, max_size=12))
+    def check(lines: list[str]) -> None:
+        fast = engine.scan_lines("x", lines, patterns_only=True, heuristics=False, shown=True)
+        saved = engine.shown
+        engine.shown = [dataclasses.replace(p, prefilter=None) for p in saved]
+        try:
+            slow = engine.scan_lines("x", lines, patterns_only=True, heuristics=False, shown=True)
+        finally:
+            engine.shown = saved
+        assert fast == slow
+
+    check()

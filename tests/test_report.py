@@ -60,9 +60,8 @@ def test_hostile_finding_text_is_shown_as_text_in_html_and_markdown() -> None:
     assert "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;" in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
     md = view.render(s, "md", TEMPLATES)
-    assert "<script>" not in md
-    assert "<img" not in md
-    assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in md
+    assert not re.search(r"(?<!\\)<(script|img)", md)  # every `<` of the text escaped
+    assert "\\<script\\>document.title='pwned'\\</script\\>" in md  # GitHub shows it as text
 
 
 def test_one_timeline_mark_per_event_with_durations() -> None:
@@ -211,3 +210,20 @@ def test_a_verify_command_shows_the_tail_of_its_log(repo: Path) -> None:
     tail = storyread._tail(r, "s1", "command.unit tests")
     assert tail.splitlines() == [f"line {i}" for i in range(25, 40)]
     assert storyread._tail(r, "s1", "secrets") == ""
+
+
+def test_a_report_written_into_the_work_tree_is_refused_so_it_is_never_committed(
+    repo: Path,
+) -> None:
+    baseline.capture(gitrepo.discover(repo), session_id="s1")
+    (repo / "new.txt").write_text("hello\n")
+    got = run_cli("report", "--format", "md", "--out", "pr.md", cwd=repo)
+    assert got.code == 2
+    assert "--out pr.md is inside the work tree" in got.stderr
+    assert "--out ../report.md" in got.stderr
+    assert not (repo / "pr.md").exists()
+    outside = run_cli("report", "--format", "md", "--out", "../pr.md", cwd=repo)
+    assert outside.code == 0, outside.stderr
+    assert (repo.parent / "pr.md").is_file()
+    status = run_cli("status", "--json", cwd=repo)
+    assert "pr.md" not in status.stdout  # the change is still new.txt alone

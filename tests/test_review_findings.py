@@ -167,3 +167,23 @@ def test_sanitize_collapses_whitespace_and_control_separators() -> None:
 )
 def test_what_counts_as_a_review(text: str, valid: bool) -> None:
     assert (invalid_reason(text) is None) is valid
+
+
+def test_a_reason_on_the_next_line_is_the_reason_as_docs_review_shows_it() -> None:
+    from plan_build.review.findings import reason
+
+    found = extract("[HIGH-1] a\n[LOW-1] b\n[MEDIUM-1] c\n")
+    text = (
+        "### HIGH-1\nDecision: FIX\nThe cursor is now validated in audit.py.\n\n"
+        "### LOW-1\nDecision: REJECT\nChecked upstream:\nthe caller validates it.\n"
+        "### MEDIUM-1\nDecision: REJECT - not ours\n"
+    )
+    got = decisions(found, text)
+    assert {fid: reason(text, d) for fid, d in got.items() if d is not None} == {
+        "HIGH-1": "The cursor is now validated in audit.py.",
+        "LOW-1": "Checked upstream: the caller validates it.",
+        "MEDIUM-1": "not ours",
+    }
+    bare = "### HIGH-1\nDecision: FIX\n\nunrelated prose\n"
+    [d] = [d for d in decisions(found, bare).values() if d is not None]
+    assert reason(bare, d) is None

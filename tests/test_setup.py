@@ -874,3 +874,42 @@ def test_setup_installs_bubblewrap_and_socat_with_the_package_manager(
     after = cli("preflight", "--json", cwd=ready, env={"PATH": path})
     row = next(c for c in json.loads(after.stdout)["checks"] if c["id"] == "sandbox.layer")
     assert row["status"] == "pass"
+
+
+def test_npm_installing_into_a_prefix_off_path_says_one_true_thing(
+    cli: Any, ready: Path, stubs: Stubs, tmp_path: Path
+) -> None:
+    """npm succeeded, so "read npm's error and install again" would be untrue: setup names the
+    prefix and the PATH fix, and nothing else (issue 36)."""
+    emulate(stubs, "claude")
+    prefix = tmp_path / "npm-prefix"
+    (prefix / "bin").mkdir(parents=True)
+    saved = tmp_path / "claude-stub"
+    saved.write_bytes((stubs.bin / "claude").read_bytes())
+    saved.chmod(0o755)
+    stubs.remove("claude")
+    npm = NPM_OK.format(prefix=prefix, log=tmp_path / "npm.log", stub=saved)
+    path = os.pathsep.join([str(stubs.bin), str(bin_with(tmp_path, npm=npm))])  # no prefix/bin
+    r = cli("setup", "--yes", cwd=ready, env={"PATH": path, "NO_COLOR": "1"})
+    assert r.code == 3
+    assert f"`claude` is not on PATH: add {prefix}/bin to PATH" in r.stderr
+    assert "read npm's error" not in r.stderr
+    assert "never uses sudo" not in r.stderr
+
+
+def test_agentmemory_that_exits_shows_its_cause_not_npms_upgrade_notice(
+    cli: Any, ready: Path, stubs: Stubs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTMEMORY_URL", f"http://127.0.0.1:{free_port()}")
+    npx = npx_script(
+        'echo "Error: listen EADDRINUSE: address already in use :::3111" >&2\n'
+        'echo "npm notice" >&2\n'
+        'echo "npm notice New major version of npm available! 10.8.2 -> 11.6.1" >&2\n'
+        'echo "npm notice To update run: npm install -g npm@11.6.1" >&2\n'
+        "exit 1"
+    )
+    path = os.pathsep.join([str(stubs.bin), str(bin_with(tmp_path, npx=npx))])
+    r = cli("setup", "--yes", cwd=ready, env={"PATH": path, "NPX_LOG": str(tmp_path / "n.log")})
+    assert r.code == 3
+    assert "| Error: listen EADDRINUSE: address already in use :::3111" in r.stderr
+    assert "npm notice" not in r.stderr

@@ -50,14 +50,19 @@ def guarded(
     try:
         return run()
     except PlanBuildError as exc:
-        err.write(f"{PREFIX}: {exc}\n")
+        from plan_build.core.ui import printable_lines
+
+        err.write(f"{PREFIX}: {printable_lines(str(exc))}\n")  # a message may quote a task
         return int(exc.code)
     except KeyboardInterrupt:
         err.write(f"\n{PREFIX}: interrupted\n")
         return int(ExitCode.INTERRUPTED)
     except Exception as exc:
         where = write_crash_log(exc)
-        err.write(f"{PREFIX}: internal error: {type(exc).__name__}: {exc}\n  details: {where}\n")
+        from plan_build.core.ui import printable_lines
+
+        what = printable_lines(f"{type(exc).__name__}: {exc}")
+        err.write(f"{PREFIX}: internal error: {what}\n  details: {where}\n")
         if wants_traceback():
             err.write("".join(traceback.format_exception(exc)))
         return int(ExitCode.INTERNAL)

@@ -276,13 +276,21 @@ def run_guarded(program: Program, argv: Any) -> int | None:
     return guarded(run, err=err, wants_traceback=lambda: _wants_traceback(program))
 
 
+# short flags people bring from git; plan-build spells its options out
+_LONG_FOR = {"-m": "--message"}
+
+
 def usage_message(msg: str) -> str:
     """invoke's parse messages in plan-build's words."""
     unknown = re.fullmatch(r"No idea what '(.+)' is!", msg)
     if unknown:
         word = unknown.group(1)
         kind = "option" if word.startswith("-") else "command or argument"
-        return f"unknown {kind} {word}"
+        long = _LONG_FOR.get(word)
+        return f"unknown {kind} {word}" + (f" (did you mean {long}?)" if long else "")
+    needed = re.fullmatch(r"Flag <\w+: (.+)> needed value and was not given one!", msg)
+    if needed:
+        return f"--{needed.group(1).replace('_', '-')} needs a value"
     missing = re.fullmatch(r"'(.+)' did not receive required positional arguments: (.+)", msg)
     if missing:
         names = [metavar(n.strip("' ")) for n in missing.group(2).split(",")]

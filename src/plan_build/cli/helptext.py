@@ -21,7 +21,21 @@ from invoke.util import helpline
 from plan_build.cli.strict import metavar
 
 WIDTH = 80
-MANUAL = "docs/USER_MANUAL.md in the plan-build source"
+
+
+def manual() -> str:
+    """Where this copy's manual is: shipped in the wheel (`_data/USER_MANUAL.md`) or in the
+    checkout's docs/; the source's address only when neither is on this machine."""
+    from plan_build.core.resources import CHECKOUT_ROOT, PACKAGE_DIR
+
+    for path in (
+        PACKAGE_DIR / "_data" / "USER_MANUAL.md",
+        CHECKOUT_ROOT / "docs" / "USER_MANUAL.md",
+    ):
+        if path.is_file():
+            return str(path)
+    return "docs/USER_MANUAL.md in the plan-build source"
+
 
 # The everyday commands by what the user is doing. A command appears once it is registered.
 OVERVIEW: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
@@ -151,7 +165,7 @@ def overview(coll: Collection, binary: str) -> str:
     out += [
         "",
         f"every command: {binary} --list · one command: {binary} <command> --help",
-        f"manual: {MANUAL}",
+        f"manual: {manual()}",
     ]
     return "\n".join(out) + "\n"
 
@@ -174,7 +188,7 @@ def core_help(coll: Collection, binary: str, options: Sequence[tuple[str, str]])
         "",
         f"one command's help: {binary} <command> --help",
         f"the everyday commands by what you are doing: {binary} (no arguments)",
-        f"manual: {MANUAL}",
+        f"manual: {manual()}",
     ]
     return "\n".join(out) + "\n"
 

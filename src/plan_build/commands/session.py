@@ -56,6 +56,7 @@ def preflight(c: Any, mode: str = "standard", json: bool = False) -> None:
     """The readiness report alone (exit 3 when a launch would be blocked)."""
     from plan_build.core.errors import ExitCode, PlanBuildError
     from plan_build.startup import preflight as pf
+    from plan_build.startup import preflighttable
 
     if mode not in ("standard", "architect"):
         raise usage(
@@ -67,7 +68,7 @@ def preflight(c: Any, mode: str = "standard", json: bool = False) -> None:
     if json:
         jsonout.write(session.stdout, report.as_json())
     else:
-        session.console.say(pf.render(report, session))
+        session.console.say(preflighttable.render(report, session))
     if not report.ok:
         failing = [c.id for c in report.checks if c.failed]
         raise PlanBuildError(

@@ -35,6 +35,7 @@ _SECRET_NAME = re.compile(
 )
 # Guessing plugins: they fire on hashes, ids and prose, so only the full scan of source files
 # uses them. Everything else (redaction, lock files, binary content) uses the patterns only.
+_KEYWORD = "KeywordDetector"
 NOISY = frozenset(
     {"Base64HighEntropyString", "HexHighEntropyString", "KeywordDetector", "IPPublicDetector"}
 )
@@ -84,6 +85,17 @@ def _prefilter(plugin: Any) -> list[re.Pattern[str]] | None:
     return out
 
 
+def _keyword_prefilter(plugin: Any) -> list[re.Pattern[str]] | None:
+    """The keyword plugin fires only on a line holding one of its words (every pattern it has
+    is built from DENYLIST): find those lines in the whole text at once (2.5x less time for a
+    report's 20,000 lines than asking it line by line)."""
+    if type(plugin).__name__ != _KEYWORD:
+        return None
+    from detect_secrets.plugins.keyword import DENYLIST
+
+    return [re.compile("|".join(DENYLIST), re.IGNORECASE | re.MULTILINE)]
+
+
 @dataclass(frozen=True)
 class _Plugin:
     plugin: Any
@@ -102,11 +114,14 @@ class _Engine:
             filters = list(get_filters())
         base = _base_analyze_line()
         self.all = [
-            _Plugin(p, simple, _prefilter(p) if simple else None)
+            _Plugin(p, simple, _prefilter(p) if simple else _keyword_prefilter(p))
             for p in plugins
             for simple in [getattr(type(p), "analyze_line", None) is base]
         ]
         self.patterns = [p for p in self.all if type(p.plugin).__name__ not in NOISY]
+        # What plan-build withholds from what it shows: the patterns, and the keyword plugin
+        # (`password = "…"`) that verify's scan of a source file also flags (issue 36).
+        self.shown = [p for p in self.all if type(p.plugin).__name__ not in NOISY - {_KEYWORD}]
         if not any(type(p.plugin).__name__ == "AWSKeyDetector" for p in self.patterns):
             raise RuntimeError("detect-secrets has no AWS key plugin")  # the canary fails
         self.name_filters = [
@@ -153,6 +168,7 @@ class _Engine:
         patterns_only: bool,
         heuristics: bool = True,
         previous: Callable[[int], str] | None = None,
+        shown: bool = False,
     ) -> list[tuple[int, Hit]]:
         """Suspected secrets in `lines` (no newlines inside), as (index, hit) in line order.
 
@@ -172,8 +188,11 @@ class _Engine:
             starts.append(pos)
             pos += len(line) + 1
         found: list[tuple[int, int, Hit]] = []
-        for rank, entry in enumerate(self.patterns if patterns_only else self.all):
+        chosen = self.shown if shown else self.patterns if patterns_only else self.all
+        for rank, entry in enumerate(chosen):
             plugin = entry.plugin
+            # the keyword plugin is judged with the line heuristics, as verify's scan does
+            judged = heuristics or type(plugin).__name__ == _KEYWORD
             candidates: Iterable[int] = range(len(lines))
             if entry.prefilter is not None:
                 hit_lines: set[int] = set()
@@ -193,7 +212,7 @@ class _Engine:
                         for s in plugin.analyze_line(filename=filename, line=line, line_number=0)
                     }
                 for value in sorted(values):
-                    if self._filtered(filename, line, value, plugin, heuristics=heuristics):
+                    if self._filtered(filename, line, value, plugin, heuristics=judged):
                         continue
                     allowlisted = False
                     if previous is not None:
@@ -244,7 +263,7 @@ def scan(text: str, env: Mapping[str, str]) -> list[Finding]:
     lines = text.splitlines()
     first: dict[int, str] = {}
     for i, hit in engine().scan_lines(
-        "adhoc-string-scan", lines, patterns_only=True, heuristics=False
+        "adhoc-string-scan", lines, patterns_only=True, heuristics=False, shown=True
     ):
         first.setdefault(i, hit.type)
     findings: list[Finding] = []

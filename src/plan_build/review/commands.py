@@ -249,7 +249,7 @@ def review_status(s: Session, *, workflow: str | None, json: bool, summary: bool
     if json:
         _print_json(s, report.as_json(ctx, r))
     elif summary:
-        report.print_summary(r, ctx.console)
+        report.print_summary(r, ctx.console, ctx.env)
     else:
         report.print_status(ctx, r, ctx.console)
     if not r.view.wf.active and not json:

@@ -160,6 +160,29 @@ def decisions(findings: Sequence[Finding], text: str) -> dict[str, Decision | No
     return out
 
 
+_REASON_ON_LINE = re.compile(r"(?i)\b(?:ACCEPT|REJECT|DEFER|WONTFIX|FIX)(?:ED)?\b[\s:|*—–-]*(.*)$")
+
+
+def reason(text: str, decision: Decision) -> str | None:
+    """Why, as the findings file says it: the words after the decision on its line
+    (`Decision: REJECT - checked upstream`), else the lines under it up to a blank line, a
+    heading or another finding's or decision's line (docs/review.md's shape); None if none."""
+    lines = text.split("\n")
+    if not 0 < decision.line <= len(lines):
+        return None
+    m = _REASON_ON_LINE.search(lines[decision.line - 1])
+    said = m.group(1).strip(" |*") if m else ""
+    if said:
+        return said
+    under: list[str] = []
+    for line in lines[decision.line :]:
+        bare = line.strip()
+        if not bare or bare.startswith("#") or ANY_ID.search(bare) or _LABEL.search(bare):
+            break
+        under.append(bare)
+    return sanitize(" ".join(under)) or None
+
+
 def decided(decision: Decision | None) -> bool:
     return decision is not None and decision.token != "OPEN"  # noqa: S105 - not a secret
 
@@ -210,5 +233,6 @@ __all__ = [
     "decisions",
     "extract",
     "invalid_reason",
+    "reason",
     "sanitize",
 ]

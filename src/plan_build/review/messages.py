@@ -42,8 +42,11 @@ def finish(ctx: ReviewContext, result: RoundResult) -> None:
     if found:
         n = len(found)
         ctx.console.say(f"{label} finished with {n} finding{'s' if n != 1 else ''}:")
-        for f in found:
-            ctx.console.say(f"  [{f.id}] {f.text} ({f.reviewer})")
+        from plan_build.core import redact
+
+        texts = redact.clean_many([f.text for f in found], ctx.env)
+        for f, text in zip(found, texts, strict=True):
+            ctx.console.say(f"  [{f.id}] {text} ({f.reviewer})")
     if result.early:
         ctx.console.say(
             f"  note: {ctx.rel(view.findings_path)} was written before this review finished; "

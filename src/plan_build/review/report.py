@@ -101,7 +101,7 @@ def as_json(ctx: ReviewContext, r: Report) -> dict[str, Any]:
             "plan": ctx.rel(view.wdir.plan),
         },
         "counts": {sev.lower(): r.counts[sev].as_json() for sev in SEVERITIES},
-        "findings": [row.as_json() for row in r.rows],
+        "findings": _json_rows(ctx, r),
         "reviewers": reviewers,
         "reviewed_tree": r.reviewed_tree,
         "current_tree": r.current_tree,
@@ -112,6 +112,15 @@ def as_json(ctx: ReviewContext, r: Report) -> dict[str, Any]:
             None if r.approval is None else {"approved": r.approval[0], "reason": r.approval[1]}
         ),
     }
+
+
+def _json_rows(ctx: ReviewContext, r: Report) -> list[dict[str, Any]]:
+    rows = [row.as_json() for row in r.rows]
+    texts = _withheld([str(row.get("finding") or "") for row in rows], ctx.env)
+    for row, text in zip(rows, texts, strict=True):
+        if row.get("finding"):
+            row["finding"] = text
+    return rows
 
 
 def empty_json() -> dict[str, Any]:
@@ -170,7 +179,11 @@ def print_status(ctx: ReviewContext, r: Report, console: Console) -> None:
     ]
     if r.record is not None:
         for name, run in r.record.reviewers.items():
-            detail = "reviewed" if run.clean else f"{run.status}: {run.reason}"
+            detail = (
+                "reviewed"
+                if run.clean
+                else f"{run.status}: {_withheld([str(run.reason)], ctx.env)[0]}"
+            )
             if run.usage_sum is not None:
                 detail += f" · {codexusage.short_sum(codexusage.sum_from_json(run.usage_sum))}"
             pairs.append((name.capitalize() if name != "coderabbit" else "CodeRabbit", detail))
@@ -191,7 +204,14 @@ def print_status(ctx: ReviewContext, r: Report, console: Console) -> None:
             console.say(f"  - {p.text}")
 
 
-def print_summary(r: Report, console: Console) -> None:
+def _withheld(texts: list[str], env: dict[str, str] | None) -> list[str]:
+    """The texts with whatever looks like a credential withheld (core.redact, one scan)."""
+    from plan_build.core import redact
+
+    return redact.clean_many(texts, env or {})
+
+
+def print_summary(r: Report, console: Console, env: dict[str, str] | None = None) -> None:
     wf = r.view.wf
     for label, value in (
         ("Workflow", wf.id),
@@ -211,13 +231,14 @@ def print_summary(r: Report, console: Console) -> None:
         console.say("No findings recorded for this round.")
     else:
         console.say()
-        for row in r.rows:
+        texts = _withheld([str(row.get("finding") or "") for row in r.rows], env)
+        for row, text in zip(r.rows, texts, strict=True):
             console.say(
                 f"{row.get('finding_id')} {row.get('severity')} decision={row.get('decision')} "
                 f"outcome={row.get('outcome')} selected={row.get('selected')} "
                 f"({row.get('reviewer')})"
             )
-            console.say(f"    {row.get('finding')}")
+            console.say(f"    {text}")
     for f, d in r.view.unparsed:
         console.say(f"note: {f.id} is undecided: {d.describe(r.view.findings_path)}")
     fresh = _freshness(r)

@@ -17,7 +17,14 @@ from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline
-from plan_build.startup import architectrecords, claudelayer, identity, launch, preflight
+from plan_build.startup import (
+    architectrecords,
+    claudelayer,
+    identity,
+    launch,
+    preflight,
+    preflighttable,
+)
 from plan_build.startup.payload import read_payload
 
 
@@ -158,7 +165,7 @@ def checked(
     report = preflight.run(session, opts)
     if not dry_run:
         return preflight.settle(report, session, opts)
-    session.console.say(preflight.render(report, session))
+    session.console.say(preflighttable.render(report, session))
     failing = [c for c in report.checks if c.failed]
     if failing:
         from plan_build.startup import fixable

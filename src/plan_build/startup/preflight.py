@@ -19,7 +19,7 @@ from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
 from plan_build.core.interact import Choice, isatty
-from plan_build.startup import enhancechecks, plugins, sources, wslchecks
+from plan_build.startup import enhancechecks, plugins, preflighttable, sources, wslchecks
 
 Mode = Literal["standard", "architect"]
 VERSION_TIMEOUT = 10.0
@@ -28,20 +28,6 @@ INSTALL = {
     "git": "install git (e.g. sudo apt-get install git, or brew install git)",
     **{t: h for t in ("claude", "codex", "coderabbit") if (h := sources.install_hint(t))},
 }
-LABELS = {
-    "terminal": "terminal",
-    "git.worktree": "git work tree",
-    "claude.safe_mode": "safe mode",
-    "skill.readable": "workflow skill",
-    "codex.plugin.agentmemory": "Codex plugin",
-    "memory.server": "AgentMemory",
-    "yolo.root": "--yolo as root",
-    "auggie.login": "Auggie login",
-    "wsl.drive": "WSL drive",
-    "wsl.exe": "Windows agents",
-    "sandbox.layer": "sandbox",
-}
-GROUPS = {"tool.": "tools", "claude.plugin.": "Claude plugins"}
 
 
 @dataclass(frozen=True)
@@ -289,75 +275,18 @@ def header(session: Session, mode: Mode, repo: Repo | None, branch: str | None) 
     return f"plan-build {__version__} · {mode} mode · {where}" + (f" ({branch})" if branch else "")
 
 
-def _rows(checks: Sequence[Check]) -> list[tuple[str, str, list[Check]]]:
-    rows: list[tuple[str, str, list[Check]]] = []
-    for check in checks:
-        group = next(
-            (label for prefix, label in GROUPS.items() if check.id.startswith(prefix)), None
-        )
-        if group and rows and rows[-1][0] == group:
-            rows[-1][2].append(check)
-        else:
-            rows.append((group or LABELS.get(check.id, check.id), check.id, [check]))
-    return rows
-
-
-def render(report: Report, session: Session) -> str:
-    con = session.console
-    lines = [report.header, ""]
-    for label, _, group in _rows(report.checks):
-        worst = next(
-            (s for s in ("fail", "warn", "pass", "skip") if any(c.status == s for c in group)),
-            "pass",
-        )
-        passing = [c for c in group if c.status == "pass"]
-        if len(group) > 1 and worst == "pass":
-            lines.append(f"  {con.mark('pass')} {label:<17} " + ", ".join(_brief(c) for c in group))
-            continue
-        if len(group) > 1 and passing:
-            lines.append(
-                f"  {con.mark('pass')} {label:<17} " + ", ".join(_brief(c) for c in passing)
-            )
-        shown: set[tuple[str, str | None]] = set()
-        for c in group if len(group) == 1 else [c for c in group if c.status != "pass"]:
-            if (c.detail, c.remediation) in shown:  # one cause, several checks: say it once
-                continue
-            shown.add((c.detail, c.remediation))
-            # one `tools` row for the tools found; each missing or broken tool its own row
-            own = c.id.removeprefix("tool.") if c.id.startswith("tool.") else label
-            row = own if c.status != "pass" else label
-            lines.append(f"  {con.mark(c.status)} {row:<17} {c.detail}")
-            if c.remediation and c.status in ("fail", "warn"):
-                indent = " " * (len(con.mark(c.status)) + 3)
-                lines.append(f"{indent}{'':<17} {con.arrow()} {c.remediation}")
-    return "\n".join(lines)
-
-
-def _brief(check: Check) -> str:
-    return (
-        check.detail.split(" (")[0] if check.id.startswith("tool.") else check.detail.split(" ")[0]
-    )
-
-
-def render_ready(report: Report, session: Session) -> str:
-    repo = report.repo
-    where = repo.root.name if repo else session.cwd.name
-    branch = report.branch
-    return f"ready · {report.mode} · {where}" + (f" ({branch})" if branch else "")
-
-
 def settle(report: Report, session: Session, opts: Options) -> Report:
     """Print the report; resolve memory failures by asking; raise when the launch is blocked."""
     con = session.console
     if report.ok and isatty(con.stream) and all(c.status == "pass" for c in report.checks):
-        con.say(render_ready(report, session))
+        con.say(preflighttable.render_ready(report, session))
     else:
-        con.say(render(report, session))
+        con.say(preflighttable.render(report, session))
     while True:
         hard = [c for c in report.checks if c.failed and not c.degradable]
         soft = [c for c in report.checks if c.failed and c.degradable]
         if hard:
-            raise blocked(hard, closing_fix(report, session, MANUAL_FIX))
+            raise blocked(hard, closing_fix(report, session, MANUAL_FIX), degradable=soft)
         if not soft:
             return report
         if not session.ui.interactive:
@@ -393,7 +322,7 @@ def settle(report: Report, session: Session, opts: Options) -> Report:
             con.say("continuing in degraded mode: no memory recall this session")
             return report
         rerun_memory(session, opts, report)
-        con.say(render(report, session))
+        con.say(preflighttable.render(report, session))
 
 
 MANUAL_FIX = "apply the fixes shown above (→) and rerun"
@@ -407,12 +336,18 @@ def closing_fix(report: Report, session: Session, manual: str) -> str:
     return fixable.closing_fix(session, report.mode, failing, manual)
 
 
-def blocked(failures: Sequence[Check], fix: str = MANUAL_FIX) -> PlanBuildError:
-    names = ", ".join(c.id for c in failures)
-    noun = "check" if len(failures) == 1 else "checks"
-    return PlanBuildError(
-        f"preflight failed: {len(failures)} {noun} ({names})", fix, code=ExitCode.PREFLIGHT
-    )
+def blocked(
+    failures: Sequence[Check], fix: str = MANUAL_FIX, *, degradable: Sequence[Check] = ()
+) -> PlanBuildError:
+    """The launch is blocked by `failures`; `degradable` failed too (the table shows them all,
+    so the count is of them all: issue 36) but alone would allow degraded mode."""
+    every = [*failures, *degradable]
+    names = ", ".join(c.id for c in every)
+    noun = "check" if len(every) == 1 else "checks"
+    what = f"preflight failed: {len(every)} {noun} ({names})"
+    if degradable:
+        what += f"; {len(failures)} of them cannot be run around in degraded mode"
+    return PlanBuildError(what, fix, code=ExitCode.PREFLIGHT)
 
 
-__all__ = ["Mode", "Options", "Report", "closing_fix", "render", "run", "settle"]
+__all__ = ["Mode", "Options", "Report", "closing_fix", "run", "settle"]

@@ -17,7 +17,7 @@ from plan_build.core import jsonout
 from plan_build.core.context import Session
 from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.interact import Choice
-from plan_build.startup import preflight
+from plan_build.startup import preflight, preflighttable
 from plan_build.startup.setupplan import plan
 from plan_build.startup.setupstep import Options, Step
 
@@ -110,7 +110,8 @@ def run_step(step: Step) -> Outcome:
         return Outcome(step.id, "failed", result.detail, result.tail, step.remedy)
     problem = step.verify() if step.verify else None
     if problem:
-        return Outcome(step.id, "failed", problem, result.tail, step.remedy)
+        after = step.remedy if step.remedy_if_done is None else step.remedy_if_done
+        return Outcome(step.id, "failed", problem, result.tail, after or None)
     return Outcome(step.id, "ok", result.detail, result.tail)
 
 
@@ -165,7 +166,7 @@ def run(session: Session, opts: Options) -> None:
     data["outcomes"] = [o.as_json() for o in outcomes]
     final = preflight.run(session, pf_opts) if runnable else report
     con.say("")
-    con.say(preflight.render(final, session))
+    con.say(preflighttable.render(final, session))
     emit(final)
     failed = [o.id for o in outcomes if o.status == "failed"]
     if not final.ok:

@@ -86,6 +86,8 @@ def tool_steps(p: Planner) -> dict[str, str]:
                 ),
                 action=partial(p.run_argv, argv, NPM_TIMEOUT),
                 verify=partial(tool_problem, p, name, prefix[0]),
+                # npm succeeded: the problem (not on PATH, or the tool's own) says the fix
+                remedy_if_done="",
             )
         )
     check = p.failed("tool.coderabbit")
@@ -153,7 +155,9 @@ def tool_problem(p: Planner, name: str, prefix: str) -> str | None:
         )
     checks = preflight.tool_probe(p.session, name)()
     check = checks if isinstance(checks, Check) else checks[0]
-    return None if check.status == "pass" else check.detail
+    if check.status == "pass":
+        return None
+    return check.detail + (f" ({check.remediation})" if check.remediation else "")
 
 
 def identity_steps(p: Planner) -> None:

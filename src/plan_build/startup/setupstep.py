@@ -53,6 +53,9 @@ class Step:
     changes: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
     remedy: str = ""  # printed when the step fails
+    # printed instead when the command succeeded and the recheck found a problem; None: the
+    # same remedy, "": none (the problem says what to do; "read the error" would be untrue)
+    remedy_if_done: str | None = None
     action: Callable[[], Result] | None = None
     verify: Callable[[], str | None] | None = None  # the problem after a run, or None
 
@@ -72,12 +75,16 @@ class Step:
         }
 
 
+# lines that never say why a command failed: git's override warning, npm's upgrade notices
+_NOISE = ("WARNING: proceeding, even though", "npm notice")
+
+
 def tail(*texts: str, lines: int = TAIL) -> tuple[str, ...]:
     """The last lines of a command's output, without Rust backtraces and blank lines."""
     kept: list[str] = []
     for text in texts:
         for line in text.split("Stack backtrace:")[0].splitlines():
-            if line.strip() and not line.startswith("WARNING: proceeding, even though"):
+            if line.strip() and not line.startswith(_NOISE):
                 kept.append(line.rstrip())
     return tuple(kept[-lines:])
 

@@ -8,6 +8,7 @@ diff is bounded: past MAX_DIFF characters it stops at a line and says how much w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -129,6 +130,7 @@ def render(story: st.Story, fmt: str, templates: Path) -> str:
     env.filters["tokens"] = _tokens
     env.filters["md"] = _md_cell
     env.globals["guard"] = guard_text
+    env.filters["code"] = _md_code
     diff, left_out = bounded_diff(story.diff)
     context = {
         "s": story,
@@ -138,23 +140,70 @@ def render(story: st.Story, fmt: str, templates: Path) -> str:
         "timeline": timeline(story.events),
         "added": sum(f.added or 0 for f in story.files),
         "removed": sum(f.removed or 0 for f in story.files),
-        "fence": "`" * max(3, _longest_backticks(diff) + 1),
+        # one fence for every block (the diff, each check's output): longer than any run in them
+        "fence": "`" * max(3, 1 + max(_longest_backticks(t) for t in [diff, *_tails(story)])),
     }
     return env.get_template(f"report/report.{fmt}.j2").render(**context)
 
 
-def _longest_backticks(text: str) -> int:
-    import re
+def _tails(story: st.Story) -> list[str]:
+    return [c.tail for c in story.verify.checks if c.tail] if story.verify else []
 
+
+def _longest_backticks(text: str) -> int:
     return max((len(m) for m in re.findall(r"`+", text)), default=0)
 
 
+# Markdown the text of a reviewer, an agent, a task file or a file name must not become: every
+# character that opens a link, an image, raw HTML, emphasis or a code span is backslash-escaped
+# (GitHub shows the character itself), `:/` and `www.` so no URL is autolinked, and a word with
+# `@` (an e-mail or XMPP autolink survives escapes) goes into a code span of its own.
+_MD_ESCAPED = frozenset("\\`*_[]<>|~&!#")
+_AUTOLINK = re.compile(r"(?i)(www)\.|:(?=/)")
+
+
+def _md_word(word: str) -> str:
+    if "@" in word:
+        return _md_code(word)
+    escaped = "".join("\\" + ch if ch in _MD_ESCAPED else ch for ch in word)
+    return _AUTOLINK.sub(lambda m: f"{m.group(1) or ''}\\{m.group(0)[-1]}", escaped)
+
+
 def _md_cell(text: object) -> str:
-    """Text for a GitHub table cell or list item: no pipe, newline or HTML is taken as such."""
+    """Untrusted text as inert Markdown for a table cell, a heading or a line: one line, shown
+    as written, never a link, an image, an autolink, HTML or a table cell break (ADR 0194)."""
     value = "" if text is None else str(text)
-    for a, b in (("\\", "\\\\"), ("|", "\\|"), ("<", "&lt;"), (">", "&gt;"), ("`", "\\`")):
-        value = value.replace(a, b)
-    return " ".join(value.split())
+    return " ".join(_md_word(w) for w in value.split())
+
+
+def _md_code(text: object) -> str:
+    """Untrusted text as one inline code span: delimited by a backtick run longer than any in
+    it (a backslash does not escape inside a code span), `|` escaped for a table (GFM)."""
+    value = " ".join(("" if text is None else str(text)).split())
+    if not value:
+        return ""
+    fence = "`" * (_longest_backticks(value) + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value.replace('|', chr(92) + '|')}{pad}{fence}"
+
+
+def _outside_the_change(repo: Repo, out: Path, fmt: str) -> None:
+    """Refuse a report path in the work tree: it would become part of the intended change and
+    be committed with it (issue 36; ADR 0195). The git dir is outside the change."""
+    from plan_build.core.errors import ExitCode, PlanBuildError
+
+    where = out.absolute().parent.resolve() / out.name
+    for kept in (repo.git_dir, repo.common_dir):
+        if where.is_relative_to(kept.resolve()):
+            return
+    if where.is_relative_to(repo.root.resolve()):
+        raise PlanBuildError(
+            f"--out {out} is inside the work tree: the report would become part of the "
+            "intended change and be committed with it",
+            f"omit --out (the report is written under the git dir and its path printed), or "
+            f"name a path outside the repository, e.g. --out ../report.{fmt}",
+            code=ExitCode.USAGE,
+        )
 
 
 def make(
@@ -177,8 +226,10 @@ def make(
     text = render(redacted(story, env, paths), fmt, templates)
     if out is None:
         out = repo.in_state(repo.state_dir / "sessions" / story.header.id / f"report.{fmt}")
-    elif out.is_dir():
-        out = out / f"report.{fmt}"
+    else:
+        if out.is_dir():
+            out = out / f"report.{fmt}"
+        _outside_the_change(repo, out, fmt)
     fsutil.atomic_write(out, text)
     return out
 

@@ -45,17 +45,9 @@ def session_ids(repo: Repo) -> list[tuple[str, str, str | None]]:
 # --- reviews --------------------------------------------------------------------------------
 
 
-def _decision_reason(responses: str, line: int) -> str | None:
-    """The words after the decision on its line (`Decision: REJECT - checked upstream`)."""
-    text = responses.split("\n")[line - 1] if 0 < line <= responses.count("\n") + 1 else ""
-    m = re.search(r"(?i)\b(?:ACCEPT|REJECT|DEFER|WONTFIX|FIX)(?:ED)?\b[\s:|*—–-]*(.*)$", text)
-    reason = m.group(1).strip(" |*") if m else ""
-    return reason or None
-
-
 def _round(repo: Repo, wdir: Any, wf: Any, phase: str, rnd: int) -> st.RoundStory | None:
     from plan_build.review import ledger, roundfiles, steps, twins
-    from plan_build.review.findings import decided
+    from plan_build.review.findings import decided, reason
 
     review = steps.read_optional(wdir.review(phase, rnd))
     record = roundfiles.load_round(wdir, phase, rnd)
@@ -79,7 +71,7 @@ def _round(repo: Repo, wdir: Any, wf: Any, phase: str, rnd: int) -> st.RoundStor
                 f"{loc.group(1)}:{loc.group(2)}" if loc else None,
                 f.text,
                 token,
-                _decision_reason(responses, d.line) if token and d is not None else None,
+                reason(responses, d) if token and d is not None else None,
                 outcomes.get(f.id) or mapped,
             )
         )
