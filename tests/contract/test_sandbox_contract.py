@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from tests.contract.conftest import Lab, Plugins
+from tests.contract.fakeapis import ScriptedMessagesApi
 from tests.contract.test_claude_layer_contract import env_for, wait_for_all
 from tests.contract.test_launch_contract import EXIT, REQUEST, START, TURN
+from tests.contract.tmux import Tmux
 from tests.support.gitcmd import git
 
 pytestmark = pytest.mark.contract
@@ -98,6 +100,22 @@ def prepared(repo: Path) -> Path:
     return remote
 
 
+def through_plan(
+    tmux: Tmux, api: ScriptedMessagesApi, repo: Path, env: dict[str, str]
+) -> dict[str, str]:
+    """`plan-build plan --yolo` at a terminal: the request typed, the scripted turn played to its
+    end, Claude left with /exit. The results of the model's tool calls."""
+    tmux.start([sys.executable, "-m", "plan_build", "plan", "--yolo"], cwd=repo, env=env)
+    tmux.wait_text("End with a line containing only EOF", START)
+    for line in REQUEST:
+        tmux.type(line)
+    tmux.type("EOF")
+    results = wait_for_all(tmux, api)
+    tmux.wait_text("SCRIPTED-REPLY: done", TURN)
+    tmux.command("/exit", EXIT)
+    return results
+
+
 def sandbox_only(repo: Path, tmp_path: Path) -> Path:
     """plan-build's settings with the deny rules and hooks taken out: the sandbox alone."""
     from plan_build.core import gitrepo
@@ -172,14 +190,7 @@ def test_through_plan_builds_own_launch_nothing_moves_and_ordinary_work_passes(
     api.commands = [*ATTACKS, *ORDINARY]
     env = env_for(agents, repo, api)
 
-    tmux.start([sys.executable, "-m", "plan_build", "plan", "--yolo"], cwd=repo, env=env)
-    tmux.wait_text("End with a line containing only EOF", START)
-    for line in REQUEST:
-        tmux.type(line)
-    tmux.type("EOF")
-    results = wait_for_all(tmux, api)
-    tmux.wait_text("SCRIPTED-REPLY: done", TURN)
-    tmux.command("/exit", EXIT)
+    results = through_plan(tmux, api, repo, env)
 
     after = git_state(repo, remote)
     # the launch itself wrote the session's records (its baseline ref, guard, settings) only
@@ -215,14 +226,7 @@ def test_a_verify_command_the_agent_wrote_cannot_commit_when_the_agent_runs_veri
     api.commands = [("Write", {"file_path": config, "content": evil}), f"{PB} verify"]
     env = env_for(agents, repo, api)
 
-    tmux.start([sys.executable, "-m", "plan_build", "plan", "--yolo"], cwd=repo, env=env)
-    tmux.wait_text("End with a line containing only EOF", START)
-    for line in REQUEST:
-        tmux.type(line)
-    tmux.type("EOF")
-    results = wait_for_all(tmux, api)
-    tmux.wait_text("SCRIPTED-REPLY: done", TURN)
-    tmux.command("/exit", EXIT)
+    results = through_plan(tmux, api, repo, env)
 
     after = git_state(repo, remote)
     for key in ("HEAD", "remote", "config", "hooks", "index"):

@@ -96,9 +96,12 @@ def _kind(mode: int) -> str:
     return "U"
 
 
-def walk(root: Path, dirs: Sequence[str], since_ns: int) -> list[tuple[str, str]]:
-    """The portable half of `changed_since`: lstat every path under `dirs` (each top too),
-    descend only into real directories, skip what cannot be read, as find does."""
+def walk(
+    root: Path, dirs: Sequence[str], since_ns: int, prune: frozenset[str] = frozenset()
+) -> list[tuple[str, str]]:
+    """The portable half of `changed_since` and `changed_in_tree`: lstat every path under
+    `dirs` (each top too; "." is the tree), descend only into real directories and not into
+    `prune`, skip what cannot be read, as find does."""
     import stat
 
     found: list[tuple[str, str]] = []
@@ -116,7 +119,8 @@ def walk(root: Path, dirs: Sequence[str], since_ns: int) -> list[tuple[str, str]
                 names = sorted(os.listdir(root / rel), reverse=True)
             except OSError:
                 continue
-            pending.extend(f"{rel}/{name}" for name in names)
+            children = (name if rel == "." else f"{rel}/{name}" for name in names)
+            pending.extend(child for child in children if child not in prune)
     return found
 
 
@@ -154,37 +158,11 @@ def changed_in_tree(
         except (proc.CommandNotFound, proc.CommandTimeout):
             if finder == "find":
                 raise
-    return _walk_tree(root, since_ns, frozenset(prune))
+    return walk(root, ["."], since_ns, frozenset(prune))
 
 
 def _glob_escape(path: str) -> str:
     return "".join("\\" + ch if ch in "[]*?\\" else ch for ch in path)
-
-
-def _walk_tree(root: Path, since_ns: int, prune: frozenset[str]) -> list[tuple[str, str]]:
-    """The portable half of `changed_in_tree`."""
-    import stat
-
-    found: list[tuple[str, str]] = []
-    pending = ["."]
-    while pending:
-        rel = pending.pop()
-        try:
-            st = os.lstat(root / rel)
-        except OSError:
-            continue
-        if st.st_ctime_ns > since_ns:
-            found.append((_kind(st.st_mode), rel))
-        if stat.S_ISDIR(st.st_mode):
-            try:
-                names = sorted(os.listdir(root / rel), reverse=True)
-            except OSError:
-                continue
-            for name in names:
-                child = name if rel == "." else f"{rel}/{name}"
-                if child not in prune:
-                    pending.append(child)
-    return found
 
 
 __all__ = ["Finder", "changed_in_tree", "changed_since", "gnu_find", "walk"]
