@@ -133,4 +133,8 @@ def contract(session: nox.Session) -> None:
     """The contract suite against the real claude and codex CLIs (installs them with npm)."""
     sandbox_packages(session)
     session.install("-e", ".[test]")
-    session.run("pytest", "-m", "contract", *session.posargs)
+    # The agents' HOME lives under pytest's base folder. Codex (with the system's bubblewrap)
+    # refuses to make its sandbox helper in a Codex home under /tmp or $TMPDIR, and then every
+    # command it runs fails: the base folder sits outside them, as a user's home does.
+    base = f"/var/tmp/plan-build-contract-{os.getuid()}"
+    session.run("pytest", "-m", "contract", f"--basetemp={base}", *session.posargs)

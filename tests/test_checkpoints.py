@@ -162,6 +162,24 @@ def test_a_write_over_a_users_edit_needs_force_and_keeps_the_agents_version(
     assert (session / "notes.txt").read_bytes() == b"my notes\r\nsecond line\r\n"
 
 
+def test_restore_by_number_takes_the_checkpoint_the_listing_showed(session: Path, cli: Any) -> None:
+    """The numbers `checkpoints` printed stay valid although restore checkpoints the damage
+    first (a new newest checkpoint, which would otherwise move every number by one)."""
+    before = state(session)
+    assert hook(session, "Bash", {"command": "make"}).returncode == 0
+    (session / "b.txt").write_text("")
+    assert hook(session, "Write", {"file_path": "c.txt"}).returncode == 0
+    (session / "c.txt").write_text("")
+    listed = json.loads(cli("checkpoints", "--json", cwd=session).stdout)
+    [oldest] = [row for row in listed if row["number"] == len(listed)]
+
+    r = cli("restore", str(oldest["number"]), "--force", cwd=session)
+
+    assert r.code == 0, r.stderr
+    assert oldest["name"] in r.stderr
+    assert state(session) == before
+
+
 def test_restore_of_some_paths_leaves_the_others(session: Path, cli: Any) -> None:
     assert hook(session, "Bash", {"command": "rm"}).returncode == 0
     (session / "notes.txt").unlink()

@@ -186,11 +186,18 @@ def assert_clean_exit(run: Launched, agents: Agents) -> None:
 def launched_prompt(run: Launched) -> str:
     """The prompt plan-build exec'd Claude with, checked against its own dry run: the same
     argv, except that only a real launch has a plan-build session id (the baseline it takes,
-    also exported as PLAN_BUILD_SESSION), which the dry run leaves out."""
+    also exported as PLAN_BUILD_SESSION), which the dry run leaves out, and a broker, whose
+    request folder its sandbox may write: the settings file, named for its content, differs."""
     prompt = run.cmdline[-1]
     session_line = f"- plan-build session: `{run.environ['PLAN_BUILD_SESSION']}` ("
     [line] = [ln for ln in prompt.splitlines(keepends=True) if ln.startswith(session_line)]
-    assert run.cmdline[:-1] == run.argv[:-1]
+    settings = run.argv.index("--settings") + 1
+    assert run.cmdline[:settings] + run.cmdline[settings + 1 : -1] == (
+        run.argv[:settings] + run.argv[settings + 1 : -1]
+    )
+    launched = json.loads(Path(run.cmdline[settings]).read_text())
+    [spool] = launched["sandbox"]["filesystem"]["allowWrite"]
+    assert "/plan-build/run/broker-" in spool
     assert_same_text(prompt.replace(line, "", 1), run.argv[-1])
     return prompt
 

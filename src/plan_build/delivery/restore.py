@@ -104,6 +104,9 @@ def _blobs_at(
 
 def plan(repo: Repo, name: str | None, paths: Sequence[str], *, dry_run: bool = False) -> Plan:
     """What restoring would write; the state now checkpointed first unless `dry_run`."""
+    # a number means the checkpoint the user saw in `checkpoints`: resolved before the state
+    # now is checkpointed, which would put a new checkpoint first and move every number
+    target = resolve(checkpoint.listed(repo), name) if name is not None else None
     now = checkpoint.take(repo, "before restore", record=not dry_run)
     found = checkpoint.listed(repo)
     if not found:
@@ -112,9 +115,7 @@ def plan(repo: Repo, name: str | None, paths: Sequence[str], *, dry_run: bool = 
             "they are taken before each write of a plan-build session's agents",
             code=ExitCode.BLOCKED,
         )
-    if name is not None:
-        target = resolve(found, name)
-    else:
+    if target is None:
         differing = [c for c in found if _state(repo, c) != (now.tree, now.index)]
         if not differing:
             raise PlanBuildError(
