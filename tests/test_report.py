@@ -227,3 +227,58 @@ def test_a_report_written_into_the_work_tree_is_refused_so_it_is_never_committed
     assert (repo.parent / "pr.md").is_file()
     status = run_cli("status", "--json", cwd=repo)
     assert "pr.md" not in status.stdout  # the change is still new.txt alone
+
+
+def _rows(html_part: str) -> list[str]:
+    return re.findall(r'<td class="path"><code>([^<]*)</code>', html_part)
+
+
+@pytest.mark.parametrize("fmt", ["html", "md"])
+def test_the_reviews_come_before_the_changed_files(fmt: str) -> None:
+    text = view.render(stories.big_change(5), fmt, TEMPLATES)
+    reviews = text.index('<section id="reviews">' if fmt == "html" else "### Reviews")
+    change = text.index('<section id="change">' if fmt == "html" else "### Committed change")
+    first_finding = text.index("the handler ignores an error")
+    assert reviews < first_finding < change
+
+
+def test_a_big_change_shows_the_first_rows_and_folds_the_rest_into_details() -> None:
+    count = view.MAX_FILE_ROWS + 321
+    s = stories.big_change(count)
+    page = view.render(s, "html", TEMPLATES)
+    before, folded = page.split('<details id="more-files">', 1)
+    folded = folded.split("</details>", 1)[0]
+    shown = _rows(before)
+    assert shown == [f.path for f in s.files[: view.MAX_FILE_ROWS]]
+    assert _rows(folded) == [f.path for f in s.files[view.MAX_FILE_ROWS :]]
+    assert "<summary>321 more file(s)</summary>" in folded
+    assert f"{count} file(s)" in before  # the total is still said above the table
+    assert not re.search(r"<script\b", page)  # folding needs no script (the CSP forbids one)
+
+
+def test_a_change_of_exactly_the_limit_folds_nothing() -> None:
+    s = stories.big_change(view.MAX_FILE_ROWS)
+    page = view.render(s, "html", TEMPLATES)
+    assert 'id="more-files"' not in page
+    assert len(_rows(page)) == view.MAX_FILE_ROWS
+    md = view.render(s, "md", TEMPLATES)
+    assert "not listed" not in md
+
+
+def test_a_big_change_in_markdown_lists_the_first_rows_and_counts_the_rest() -> None:
+    count = view.MAX_FILE_ROWS + 4_800
+    s = stories.big_change(count)
+    md = view.render(s, "md", TEMPLATES)
+    listed = re.findall(r"^\| `(src/pkg[^`]*)` \|", md, re.MULTILINE)
+    assert listed == [f.path for f in s.files[: view.MAX_FILE_ROWS]]
+    assert "4800 more file(s) not listed (see `plan-build status` / `git status`)." in md
+    assert s.files[-1].path not in md.split("<details>", 1)[0]
+    page = view.render(s, "html", TEMPLATES)
+    assert s.files[-1].path in page  # the page keeps every row, folded
+
+
+def test_a_long_file_name_cell_wraps_instead_of_widening_the_table() -> None:
+    page = view.render(stories.big_change(3, long_name=True), "html", TEMPLATES)
+    assert re.search(r"table\.files \{[^}]*table-layout: fixed", page)
+    assert re.search(r"td\.path \{[^}]*overflow-wrap: anywhere", page)
+    assert '<td class="path"><code>src/' + "n" * 252 + ".py</code>" in page
