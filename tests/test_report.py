@@ -282,3 +282,27 @@ def test_a_long_file_name_cell_wraps_instead_of_widening_the_table() -> None:
     assert re.search(r"table\.files \{[^}]*table-layout: fixed", page)
     assert re.search(r"td\.path \{[^}]*overflow-wrap: anywhere", page)
     assert '<td class="path"><code>src/' + "n" * 252 + ".py</code>" in page
+
+
+def test_redaction_scans_only_the_part_of_a_large_diff_the_report_shows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from plan_build.core import redact
+
+    s = stories.story(diff_lines=60_000)
+    planted = f'+aws = "AKIA{"QWERTYUIOPASDFGH"}"\n'
+    s = st.Story(**{**s.__dict__, "diff": planted + s.diff + planted})
+    scanned: list[int] = []
+    real = redact.clean_many
+
+    def counting(texts, env, paths=()):  # type: ignore[no-untyped-def]
+        scanned.append(sum(len(t) for t in texts))
+        return real(texts, env, paths)
+
+    monkeypatch.setattr(redact, "clean_many", counting)
+    page = view.render(view.redacted(s, {}, ()), "html", TEMPLATES)
+    assert scanned
+    assert scanned[0] < view.MAX_DIFF + 20_000  # the cut diff, not all 60,000 lines
+    assert "AKIA" + "QWERTYUIOPASDFGH" not in page  # the shown one withheld, the cut one not shown
+    left = s.diff.count("\n") - view.bounded_diff(s.diff)[0].count("\n")
+    assert f"{left} more line(s)" in page  # the note still counts what was cut
