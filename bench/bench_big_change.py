@@ -18,6 +18,9 @@ Issue 36 measured on a quiet machine: git status 0.08-0.16 s, status 1.83 s cold
 warm, verify 3.4 s, report 4.6 s, 731 KB. Nothing is asserted.
 
 Run: python bench/bench_big_change.py [--quick] [--rounds N] [--profile status|verify|report]
+(PLAN_BUILD_BENCH_SRC=DIR times another copy of the package, e.g. `git archive main src
+templates skills` unpacked into DIR, for the figures before a change; `--profile` prints
+cProfile's top of one command instead of the timings.)
 """
 
 from __future__ import annotations
