@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
 
 from plan_build.core import gitrepo
 from plan_build.delivery import baseline
@@ -152,3 +154,12 @@ def test_kept_apart_is_counted_again_when_the_baseline_does_not_record_it(
     status = json.loads(cli("status", "--json", cwd=session).stdout)
     assert status["pre_existing"] == 1
     assert [f["path"] for f in status["change"]["files"]] == ["mine2.txt"]
+
+
+@given(hs.text(alphabet=hs.characters(codec=None, exclude_categories=())))
+def test_display_path_escapes_exactly_the_control_characters_and_bad_bytes(name: str) -> None:
+    bad = any(ord(ch) < 32 or ord(ch) == 127 or 0xDC80 <= ord(ch) <= 0xDCFF for ch in name)
+    shown = change.display_path(name)
+    assert (shown != name) == bad
+    if bad:
+        assert not any(ord(ch) < 32 or ord(ch) == 127 for ch in shown)

@@ -227,3 +227,82 @@ def test_a_report_written_into_the_work_tree_is_refused_so_it_is_never_committed
     assert (repo.parent / "pr.md").is_file()
     status = run_cli("status", "--json", cwd=repo)
     assert "pr.md" not in status.stdout  # the change is still new.txt alone
+
+
+def _rows(html_part: str) -> list[str]:
+    return re.findall(r"<tr><td>([^<]*)</td><td>[AMDR]", html_part)
+
+
+@pytest.mark.parametrize("fmt", ["html", "md"])
+def test_the_reviews_come_before_the_changed_files(fmt: str) -> None:
+    text = view.render(stories.big_change(5), fmt, TEMPLATES)
+    reviews = text.index('<section id="reviews">' if fmt == "html" else "### Reviews")
+    change = text.index('<section id="change">' if fmt == "html" else "### Committed change")
+    first_finding = text.index("the handler ignores an error")
+    assert reviews < first_finding < change
+
+
+def test_a_big_change_shows_the_first_rows_and_folds_the_rest_into_details() -> None:
+    count = view.MAX_FILE_ROWS + 321
+    s = stories.big_change(count)
+    page = view.render(s, "html", TEMPLATES)
+    before, folded = page.split('<details id="more-files">', 1)
+    folded = folded.split("</details>", 1)[0]
+    shown = _rows(before)
+    assert shown == [f.path for f in s.files[: view.MAX_FILE_ROWS]]
+    assert _rows(folded) == [f.path for f in s.files[view.MAX_FILE_ROWS :]]
+    assert "<summary>321 more file(s)</summary>" in folded
+    assert f"{count} file(s)" in before  # the total is still said above the table
+    assert not re.search(r"<script\b", page)  # folding needs no script (the CSP forbids one)
+
+
+def test_a_change_of_exactly_the_limit_folds_nothing() -> None:
+    s = stories.big_change(view.MAX_FILE_ROWS)
+    page = view.render(s, "html", TEMPLATES)
+    assert 'id="more-files"' not in page
+    assert len(_rows(page)) == view.MAX_FILE_ROWS
+    md = view.render(s, "md", TEMPLATES)
+    assert "not listed" not in md
+
+
+def test_a_big_change_in_markdown_lists_the_first_rows_and_counts_the_rest() -> None:
+    count = view.MAX_FILE_ROWS + 4_800
+    s = stories.big_change(count)
+    md = view.render(s, "md", TEMPLATES)
+    listed = re.findall(r"^\| `(src/pkg[^`]*)` \|", md, re.MULTILINE)
+    assert listed == [f.path for f in s.files[: view.MAX_FILE_ROWS]]
+    assert "4800 more file(s) not listed (see `plan-build status` / `git status`)." in md
+    assert s.files[-1].path not in md.split("<details>", 1)[0]
+    page = view.render(s, "html", TEMPLATES)
+    assert s.files[-1].path in page  # the page keeps every row, folded
+
+
+def test_a_long_file_name_cell_wraps_instead_of_widening_the_table() -> None:
+    page = view.render(stories.big_change(3, long_name=True), "html", TEMPLATES)
+    assert re.search(r"table\.files \{[^}]*table-layout: fixed", page)
+    assert re.search(r"table\.files td:first-child \{[^}]*overflow-wrap: anywhere", page)
+    assert "<tr><td>src/" + "n" * 252 + ".py</td>" in page
+
+
+def test_redaction_scans_only_the_part_of_a_large_diff_the_report_shows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from plan_build.core import redact
+
+    s = stories.story(diff_lines=60_000)
+    planted = f'+aws = "AKIA{"QWERTYUIOPASDFGH"}"\n'
+    s = st.Story(**{**s.__dict__, "diff": planted + s.diff + planted})
+    scanned: list[int] = []
+    real = redact.clean_many
+
+    def counting(texts, env, paths=()):  # type: ignore[no-untyped-def]
+        scanned.append(sum(len(t) for t in texts))
+        return real(texts, env, paths)
+
+    monkeypatch.setattr(redact, "clean_many", counting)
+    page = view.render(view.redacted(s, {}, ()), "html", TEMPLATES)
+    assert scanned
+    assert scanned[0] < view.MAX_DIFF + 20_000  # the cut diff, not all 60,000 lines
+    assert "AKIA" + "QWERTYUIOPASDFGH" not in page  # the shown one withheld, the cut one not shown
+    left = s.diff.count("\n") - view.bounded_diff(s.diff)[0].count("\n")
+    assert f"{left} more line(s)" in page  # the note still counts what was cut

@@ -105,3 +105,50 @@ def test_the_report_opens_offline_shows_hostile_text_as_text_and_draws_the_timel
     tmp = tmp_path / "report.png"
     tmp.write_bytes(shot)
     shutil.copyfile(tmp, SCREENSHOT)
+
+
+WIDTH_JS = """() => {
+  const box = (sel) => document.querySelector(sel).getBoundingClientRect();
+  return {
+    table: box('#files').right,
+    status: box('#files th:nth-child(2)').right,
+    removed: box('#files th:nth-child(4)').right,
+    scroll: document.documentElement.scrollWidth,
+    folded: box('#more-files table').right,
+  };
+}"""
+
+
+def test_a_255_byte_file_name_wraps_and_every_column_stays_on_the_page(
+    browser, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    s = stories.big_change(view.MAX_FILE_ROWS + 50, long_name=True)
+    page_text = view.render(s, "html", ROOT / "templates")
+    viewport = 800
+    ctx = browser.new_context(viewport={"width": viewport, "height": 900})
+    page = ctx.new_page()
+    page_file = tmp_path / "report.html"
+    page_file.write_text(page_text)
+    page.goto(page_file.as_uri(), wait_until="load")
+    page.locator("#more-files > summary").click()  # the folded rows open without a script
+    assert page.locator("#more-files table tr").count() == 50
+    widths = page.evaluate(WIDTH_JS)
+    assert widths["table"] <= viewport, widths
+    assert widths["removed"] <= viewport, widths  # the last column is on the page
+    assert widths["folded"] <= viewport, widths
+    assert widths["scroll"] <= viewport, widths  # nothing scrolls sideways
+    page.evaluate("document.querySelector('#files').scrollIntoView()")
+    page.screenshot(path=str(tmp_path / "files.png"))  # the table's top, as a person sees it
+    ctx.close()
+
+    # the same page without the two rules: the long name pushes the columns off the page
+    bare = page_text.replace("table.files { table-layout: fixed; }", "").replace(
+        "overflow-wrap: anywhere; word-break: break-all;", ""
+    )
+    assert bare != page_text
+    ctx = browser.new_context(viewport={"width": viewport, "height": 900})
+    page = ctx.new_page()
+    page_file.write_text(bare)
+    page.goto(page_file.as_uri(), wait_until="load")
+    assert page.evaluate(WIDTH_JS)["removed"] > viewport
+    ctx.close()

@@ -158,3 +158,14 @@ def story(
         recipes=("sha256:0f1e2d3c4b5a69788796a5b4c3d2e1f0",),
         events=tuple(sorted(events, key=lambda e: e.at)),
     )
+
+
+def big_change(count: int, *, long_name: bool = False) -> st.Story:
+    """The story of a change of `count` files (a 255-byte file name first when `long_name`)."""
+    files = [
+        st.FileRow(f"src/pkg{i // 100:03d}/file{i:05d}.py", "M", i % 7, i % 3) for i in range(count)
+    ]
+    if long_name and files:
+        files[0] = st.FileRow("src/" + "n" * 252 + ".py", "A", 1, 0)  # 255 bytes: a name's limit
+    base = story()
+    return st.Story(**{**base.__dict__, "files": tuple(files)})

@@ -47,12 +47,15 @@ def git_bytes(
 
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+# a control character or a byte that was not UTF-8 (a surrogate escape): one regex search per
+# path, not a Python test per character (a 5,000-file change's status spent 0.05 s there)
+_NEEDS_ESCAPE = re.compile("[\x00-\x1f\x7f\udc80-\udcff]")
 
 
 def display_path(path: str) -> str:
     """A path as a user can read it on one line: control characters and bad bytes escaped,
     and then the whole name quoted (as git quotes such names)."""
-    if not any(ord(ch) < 32 or ord(ch) == 127 or 0xDC80 <= ord(ch) <= 0xDCFF for ch in path):
+    if not _NEEDS_ESCAPE.search(path):
         return path
     out = []
     for ch in path:

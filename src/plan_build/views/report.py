@@ -4,6 +4,8 @@ Every text in the story goes through redaction first (one scan of them all), the
 shown as `.` and the home as `~`. The HTML template autoescapes (reviewer and agent texts are
 untrusted) and references nothing outside the page: inline CSS, an inline SVG timeline. The
 diff is bounded: past MAX_DIFF characters it stops at a line and says how much was left out.
+The reviews come before the changed files, and the files table shows MAX_FILE_ROWS rows: the
+rest fold into a `<details>` (HTML) or are counted, not listed (Markdown; issue 36, ADR 0199).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
 
 FORMATS = ("html", "md")
 MAX_DIFF = 200_000  # characters of the diff shown; the rest is counted, not shown
+# rows of the changed-files table shown before the rest fold away (HTML: into a <details>;
+# Markdown: counted, not listed, so a big change's report stays a readable PR body)
+MAX_FILE_ROWS = 200
 KIND_LANE = {
     "baseline": 0,
     "review": 1,
@@ -36,9 +41,16 @@ WIDTH, LEFT, RIGHT, LANE_H, TOP = 960, 130, 20, 28, 24
 
 
 def redacted(story: st.Story, env: Mapping[str, str], paths: Sequence[tuple[str, str]]) -> st.Story:
-    """The story with every string redacted and machine paths replaced, in one scan."""
+    """The story with every string redacted and machine paths replaced, in one scan. The diff
+    is cut to what the report shows first: the rest is counted, never shown, and scanning a
+    5,000-file change's whole diff was half the report's time (issue 36)."""
+    import dataclasses
+
     from plan_build.core import redact
 
+    shown, left_out = bounded_diff(story.diff)
+    if left_out is not None:
+        story = dataclasses.replace(story, diff=shown, diff_left_out=left_out)
     texts = st.strings(story)
     clean = iter(redact.clean_many(texts, env, paths))
     return st.map_strings(story, lambda _s: next(clean))
@@ -131,12 +143,19 @@ def render(story: st.Story, fmt: str, templates: Path) -> str:
     env.filters["md"] = _md_cell
     env.globals["guard"] = guard_text
     env.filters["code"] = _md_code
-    diff, left_out = bounded_diff(story.diff)
+    # a redacted story's diff is already cut (a withheld line's note may make it a little longer)
+    diff, left_out = (
+        (story.diff, story.diff_left_out)
+        if story.diff_left_out is not None
+        else bounded_diff(story.diff)
+    )
     context = {
         "s": story,
         "h": story.header,
         "diff": diff,
         "left_out": left_out,
+        "files_shown": story.files[:MAX_FILE_ROWS],
+        "files_folded": story.files[MAX_FILE_ROWS:],
         "timeline": timeline(story.events),
         "added": sum(f.added or 0 for f in story.files),
         "removed": sum(f.removed or 0 for f in story.files),
@@ -234,4 +253,13 @@ def make(
     return out
 
 
-__all__ = ["FORMATS", "MAX_DIFF", "bounded_diff", "make", "redacted", "render", "timeline"]
+__all__ = [
+    "FORMATS",
+    "MAX_DIFF",
+    "MAX_FILE_ROWS",
+    "bounded_diff",
+    "make",
+    "redacted",
+    "render",
+    "timeline",
+]

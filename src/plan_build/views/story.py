@@ -149,6 +149,7 @@ class Story:
     recipes: tuple[str, ...]  # the recipe fingerprints the dispatches ran with
     events: tuple[Event, ...]
     archived: bool = False  # an architect session whose records were archived since
+    diff_left_out: str | None = None  # what of the diff was cut before redaction, in words
 
     @property
     def empty(self) -> bool:
