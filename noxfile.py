@@ -136,5 +136,5 @@ def contract(session: nox.Session) -> None:
     # The agents' HOME lives under pytest's base folder. Codex (with the system's bubblewrap)
     # refuses to make its sandbox helper in a Codex home under /tmp or $TMPDIR, and then every
     # command it runs fails: the base folder sits outside them, as a user's home does.
-    base = f"/var/tmp/plan-build-contract-{os.getuid()}"
+    base = os.path.join(os.path.expanduser("~"), ".cache", "plan-build-contract", "basetemp")
     session.run("pytest", "-m", "contract", f"--basetemp={base}", *session.posargs)
