@@ -26,6 +26,7 @@ from plan_build.dispatch import telemetry
 from tests.contract.conftest import Agents
 from tests.contract.fakeapis import ResponsesApi
 from tests.support.dispatching import make_plan, status_of
+from tests.support.gitcmd import git
 from tests.support.sessions import make_session
 
 pytestmark = pytest.mark.contract
@@ -491,5 +492,41 @@ def test_a_wave_of_two_tasks_lands_both_results_in_the_work_tree(
     prompts = [codex_api.last_user_text(i) for i in range(len(codex_api.turns()))]
     assert any("(task-002)" in p for p in prompts)
     assert any("(task-003)" in p for p in prompts)
+    assert wave_dirs(repo) == []
+    assert worktree_list(repo) == [str(repo)]
+
+
+def test_a_wave_of_four_project_shapes_verifies_green_with_the_real_codex(
+    cli: Any, repo: Path, agents: Agents, codex_api: ResponsesApi
+) -> None:
+    """Issue 38 item 9 with the real codex: checks that need a gitignored `.venv` and `.env`
+    (`.worktreeinclude`), a `node_modules` (Claude's `worktree.symlinkDirectories`) and a
+    submodule's contents all pass in the wave's worktrees, at the first Codex run."""
+    from tests.support.waves import wave_dirs, worktree_list
+    from tests.test_wave_projects import four_shapes
+
+    tasks_md = four_shapes(repo, repo.parent)
+    codex_api.commands_by_prompt = {
+        "(task-002)": ["printf 'A-DONE\\n' > src/a.py"],
+        "(task-003)": ["printf 'B-DONE\\n' > src/b.py"],
+        "(task-004)": ["printf 'C-DONE\\n' > src/c.py"],
+        "(task-005)": ["printf 'D\\n' > src/d.py"],
+    }
+    codex_api.reply = "Done."
+
+    r = cli("dispatch", "--wave", "--jobs", "4", "--json", cwd=repo, env=DEGRADED)
+
+    assert r.code == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [(t["task"], t["status"], t["outcome"]) for t in out["tasks"]] == [
+        (tid, "Review", "applied") for tid in ("TASK-002", "TASK-003", "TASK-004", "TASK-005")
+    ]
+    for tid in ("TASK-002", "TASK-003", "TASK-004", "TASK-005"):
+        assert status_of(tasks_md, tid) == "Review"
+    assert (repo / "src" / "c.py").read_text() == "C-DONE\n"
+    assert git(repo, "status", "--porcelain") == (
+        " M TASKS.md\n M src/a.py\n M src/b.py\n M src/c.py\n M src/d.py\n"
+    )
+    assert (repo / "node_modules" / ".bin" / "check").is_file()
     assert wave_dirs(repo) == []
     assert worktree_list(repo) == [str(repo)]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.contract.conftest import Lab, Plugins
-from tests.contract.fakeapis import ScriptedMessagesApi
+from tests.contract.fakeapis import ResponsesApi, ScriptedMessagesApi
 from tests.contract.test_claude_layer_contract import env_for, wait_for_all
 from tests.contract.test_launch_contract import EXIT, REQUEST, START, TURN
 from tests.contract.tmux import Tmux
@@ -240,3 +240,39 @@ def test_a_verify_command_the_agent_wrote_cannot_commit_when_the_agent_runs_veri
     assert "command.evil" in said, said
     assert "checks run without access to git state" in said, said
     assert "changed in this session" in said, said
+
+
+def test_a_wave_the_agent_runs_from_its_sandboxed_shell_lands_both_results(
+    lab: Lab, plugins: Plugins, codex_api: ResponsesApi
+) -> None:
+    """Issue 38 item 6: the model runs `plan-build dispatch --wave` from Claude's sandboxed Bash
+    tool. It reaches the session's broker, which runs the wave outside the sandbox (its
+    worktrees live under the git common dir the sandbox keeps read-only); the real Codex edits
+    each worktree and both results come back to the work tree."""
+    from tests.support.dispatching import status_of
+    from tests.support.waves import make_wave_plan, task, wave_dirs
+
+    tmux, repo, agents, api = lab.tmux, lab.ready, lab.agents, lab.api
+    tasks_md = make_wave_plan(
+        repo,
+        [
+            task("TASK-002", "src/a.py", "grep -q A-DONE src/a.py"),
+            task("TASK-003", "src/b.py", "grep -q B-DONE src/b.py"),
+        ],
+    )
+    codex_api.commands_by_prompt = {
+        "(task-002)": ["printf 'A-DONE\\n' > src/a.py"],
+        "(task-003)": ["printf 'B-DONE\\n' > src/b.py"],
+    }
+    codex_api.reply = "Done."
+    wave = f"{PB} dispatch --wave --jobs 2"
+    api.commands = [wave]
+    env = env_for(agents, repo, api)
+
+    results = through_plan(tmux, api, repo, env)
+
+    assert status_of(tasks_md, "TASK-002") == "Review", results[wave]
+    assert status_of(tasks_md, "TASK-003") == "Review", results[wave]
+    assert (repo / "src" / "a.py").read_text() == "A-DONE\n"
+    assert (repo / "src" / "b.py").read_text() == "B-DONE\n"
+    assert wave_dirs(repo) == []
