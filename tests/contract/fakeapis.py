@@ -294,6 +294,10 @@ class ResponsesApi(_LoopbackApi):
         return value if isinstance(value, dict) else {}
 
 
+SCRIPTED = "toolu_scripted_"
+SUBAGENT = "SUBAGENT-SCRIPT"
+
+
 class ScriptedMessagesApi(_LoopbackApi):
     """Anthropic-Messages-shaped, for a real Claude Code turn that uses tools offline: each
     request of the main loop (the one that offers Claude's `Bash` tool) is answered, streamed,
@@ -307,6 +311,9 @@ class ScriptedMessagesApi(_LoopbackApi):
         self.commands: list[str | tuple[str, dict[str, Any]]] = []
         self.reply = "SCRIPTED-REPLY: done"
         self.tool = "Bash"
+        # a subagent's own script: a conversation whose first message holds SUBAGENT (the
+        # prompt the main script's Agent call gives it) is answered from these instead
+        self.subagent: list[str | tuple[str, dict[str, Any]]] = []
 
     def answer(self, h: _Handler, request: Request) -> None:
         if request.method != "POST" or not request.path.startswith("/v1/messages"):
@@ -317,9 +324,11 @@ class ScriptedMessagesApi(_LoopbackApi):
             h.send_json(200, {"input_tokens": 10})
             return
         tools = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
-        done = len(self._results(body))
-        if self.tool in tools and done < len(self.commands):
-            step = self.commands[done]
+        sub = SUBAGENT in json.dumps((body.get("messages") or [None])[0])
+        prefix, script = ("toolu_sub_", self.subagent) if sub else (SCRIPTED, self.commands)
+        done = len(self._results(body, prefix))
+        if self.tool in tools and done < len(script):
+            step = script[done]
             name, tool_input = (
                 (self.tool, {"command": step, "description": f"step {done}"})
                 if isinstance(step, str)
@@ -327,7 +336,7 @@ class ScriptedMessagesApi(_LoopbackApi):
             )
             block = {
                 "type": "tool_use",
-                "id": f"toolu_scripted_{done:03d}",
+                "id": f"{prefix}{done:03d}",
                 "name": name,
                 "input": tool_input,
             }
@@ -342,7 +351,7 @@ class ScriptedMessagesApi(_LoopbackApi):
             h.send_json(200, self._message(block, stop, body.get("model")))
 
     @staticmethod
-    def _results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    def _results(body: dict[str, Any], prefix: str = SCRIPTED) -> list[dict[str, Any]]:
         found = []
         for message in body.get("messages") or []:
             content = message.get("content") if isinstance(message, dict) else None
@@ -351,23 +360,24 @@ class ScriptedMessagesApi(_LoopbackApi):
                 for b in (content if isinstance(content, list) else [])
                 if isinstance(b, dict)
                 and b.get("type") == "tool_result"
-                and str(b.get("tool_use_id", "")).startswith("toolu_scripted_")
+                and str(b.get("tool_use_id", "")).startswith(prefix)
             ]
         return found
 
-    def results(self) -> dict[str, str]:
+    def results(self, subagent: bool = False) -> dict[str, str]:
         """command (or tool name and file path) → the text of the tool_result Claude sent for
-        it (last request wins)."""
+        it (last request wins): the main script's, or with `subagent` the subagent's."""
+        prefix, script = ("toolu_sub_", self.subagent) if subagent else (SCRIPTED, self.commands)
         out: dict[str, str] = {}
         for r in self.requests:
             if not isinstance(r.body, dict):
                 continue
-            for b in self._results(r.body):
+            for b in self._results(r.body, prefix):
                 index = int(str(b["tool_use_id"]).rsplit("_", 1)[1])
                 content = b.get("content")
                 if isinstance(content, list):
                     content = "".join(c.get("text", "") for c in content if isinstance(c, dict))
-                step = self.commands[index]
+                step = script[index]
                 key = step if isinstance(step, str) else f"{step[0]} {step[1].get('file_path')}"
                 out[key] = f"{'[error] ' if b.get('is_error') else ''}{content}"
         return out

@@ -276,3 +276,54 @@ def test_a_wave_the_agent_runs_from_its_sandboxed_shell_lands_both_results(
     assert (repo / "src" / "a.py").read_text() == "A-DONE\n"
     assert (repo / "src" / "b.py").read_text() == "B-DONE\n"
     assert wave_dirs(repo) == []
+
+
+# words built at run time, which the friendly hook cannot read: only the sandbox holds them
+BUILT = "python3 -c \"import subprocess as s; s.run(['g'+'it', {}])\""
+SUBAGENT_ATTACKS = [
+    BUILT.format("'com'+'mit', '-qam', 'sub', '--allow-empty'"),
+    "python3 -c \"open('.g'+'it/from-a-subagent', 'w')\"",
+    "setsid -f " + BUILT.format("'update-ref', 'refs/heads/detached-sub', 'HEAD'") + "; sleep 3",
+    BUILT.format("'pu'+'sh', '-q', 'origin', 'HEAD:refs/heads/subagent'"),
+]
+
+
+def test_a_subagent_and_a_background_command_are_held_by_the_same_sandbox(
+    lab: Lab, plugins: Plugins
+) -> None:
+    """Issue 35 item 1 for Claude's Agent tool and background Bash: the subagent's own tool
+    calls, a detached child of one, and a command run in the background move nothing."""
+    from tests.contract.fakeapis import SUBAGENT
+
+    tmux, repo, agents, api = lab.tmux, lab.ready, lab.agents, lab.api
+    remote = prepared(repo)
+    before = git_state(repo, remote)
+    api.commands = [
+        (
+            "Agent",
+            {
+                "description": "tidy the repository",
+                "prompt": f"{SUBAGENT}: run the commands you are given.",
+                "subagent_type": "general-purpose",
+            },
+        ),
+        ("Bash", {"command": BUILT.format("'com'+'mit', '-qam', 'bg', '--allow-empty'"),
+                  "description": "background", "run_in_background": True}),
+        "sleep 3; git log --oneline -1",
+    ]  # fmt: skip
+    api.subagent = list(SUBAGENT_ATTACKS)
+    env = env_for(agents, repo, api)
+
+    through_plan(tmux, api, repo, env)
+
+    said = api.results(subagent=True)
+    assert set(said) == set(SUBAGENT_ATTACKS), said  # the subagent ran every one
+    assert READ_ONLY in said[SUBAGENT_ATTACKS[1]], said
+    assert not any(text.startswith("[error] PreToolUse") for text in said.values()), said
+    after = git_state(repo, remote)
+    for key in ("HEAD", "remote", "config", "hooks", "index"):
+        assert after[key] == before[key], key
+    assert [r for r in after["refs"].splitlines() if "plan-build" not in r] == [
+        r for r in before["refs"].splitlines() if "plan-build" not in r
+    ]
+    assert not (repo / ".git" / "from-a-subagent").exists()
