@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +33,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: Any  # parsed JSON, or the raw text when it is not JSON
+    at: float = field(default_factory=time.monotonic)  # when it arrived (bench_claude_calls)
 
 
 @dataclass
