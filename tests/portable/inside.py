@@ -6,13 +6,17 @@ Started by `unshare --mount --fork`, so every mount here is private to this run:
    /usr/bin/ps) read - on macOS psutil and ps ask the kernel (sysctl/libproc), not /proc;
 2. an empty tmpfs covers /proc, so plan-build's own /proc reads find nothing, as on macOS;
 3. a seccomp filter makes prctl(PR_SET_CHILD_SUBREAPER) fail with EPERM, as it is absent on
-   macOS; it is inherited by pytest and everything pytest starts.
+   macOS; it is inherited by pytest and everything pytest starts;
+4. `bwrap` on PATH is a stand-in that runs the real bubblewrap in a mount namespace of its own
+   with the real procfs back at /proc: the OS's sandbox needs it (as Seatbelt on macOS asks
+   the kernel), only plan-build's own reads of /proc are taken away.
 PB_PORTABLE=1 tells tests/portable/test_degraded.py to prove all three took effect.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -94,6 +98,14 @@ def main() -> None:
     mount("-t", "proc", "proc", REALPROC)
     for target in {os.path.realpath(t) for t in ("/usr/bin/ps", "/bin/ps") if os.path.exists(t)}:
         mount("--bind", str(ps), target)  # the real one would read the hidden /proc
+    real_bwrap = shutil.which("bwrap")
+    if real_bwrap is not None:
+        stand_in = work / "bwrap"
+        stand_in.write_text(
+            "#!/bin/sh\nexec unshare --mount sh -c "
+            f"'mount --bind {REALPROC} /proc && exec \"$0\" \"$@\"' {real_bwrap} \"$@\"\n"
+        )
+        stand_in.chmod(0o755)
     mount("-t", "tmpfs", "-o", "size=1m,mode=555", "tmpfs", "/proc")
     refuse_subreaper()
     env = dict(os.environ, PB_PORTABLE="1", PB_REALPROC=REALPROC)
