@@ -146,8 +146,15 @@ def git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
 
 
-def build_repo(root: Path, tracked: int, modified: int, untracked: int) -> None:
-    """`tracked` committed files, every (tracked // modified)-th edited, `untracked` new."""
+def build_repo(
+    root: Path,
+    tracked: int,
+    modified: int,
+    untracked: int,
+    committed: Mapping[str, str] | None = None,
+) -> None:
+    """`tracked` committed files (and `committed`, e.g. a configuration), every
+    (tracked // modified)-th edited, `untracked` new."""
     git(root, "init", "-q")
     git(root, "config", "user.name", "bench")
     git(root, "config", "user.email", "bench@example.com")
@@ -155,14 +162,30 @@ def build_repo(root: Path, tracked: int, modified: int, untracked: int) -> None:
         d = root / f"pkg{i // 200:03d}"
         d.mkdir(exist_ok=True)
         (d / f"mod{i:05d}.py").write_text(body(i))
+    for name, text in (committed or {}).items():
+        (root / name).write_text(text)
     git(root, "add", "-A")
     git(root, "commit", "-qm", "generated")
-    for i in range(0, tracked, tracked // modified):
+    for i in range(0, tracked, tracked // modified) if modified else ():
         p = root / f"pkg{i // 200:03d}" / f"mod{i:05d}.py"
         p.write_text(p.read_text() + f"# modified {i}\n")
-    (root / "new").mkdir()
+    if untracked:
+        (root / "new").mkdir()
     for i in range(untracked):
         (root / "new" / f"untracked{i:04d}.py").write_text(body(-i))
+
+
+def start_session(py: str, root: Path, env: Mapping[str, str]) -> str:
+    """`plan-build baseline` in `root`: the new session's id."""
+    out = subprocess.run(
+        [py, "-m", "plan_build", "baseline"],
+        cwd=root,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
 
 
 # --- a review workflow whose ledger has N rows --------------------------------------------

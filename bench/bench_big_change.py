@@ -33,26 +33,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import alternate, body, command, compile_checkout, env_with, git
+from _common import (
+    alternate,
+    build_repo,
+    command,
+    compile_checkout,
+    env_with,
+    start_session,
+)
 
 TRACKED, CHANGED = 20_000, 5_000
 ISSUE_KB = 731
 
 
-def build(root: Path, tracked: int) -> None:
-    """`tracked` committed files and a config whose one verify command is `true`."""
-    git(root, "init", "-q")
-    git(root, "config", "user.name", "bench")
-    git(root, "config", "user.email", "bench@example.com")
-    for i in range(tracked):
-        d = root / f"pkg{i // 200:03d}"
-        d.mkdir(exist_ok=True)
-        (d / f"mod{i:05d}.py").write_text(body(i))
-    (root / ".plan-build.yaml").write_text(
-        'verify:\n  commands:\n    - name: trivial\n      argv: ["true"]\n'
-    )
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "generated")
+CONFIG = 'verify:\n  commands:\n    - name: trivial\n      argv: ["true"]\n'
 
 
 def change(root: Path, tracked: int, changed: int) -> None:
@@ -78,16 +72,9 @@ def main() -> None:
         root = tmp / "big"
         root.mkdir()
         t0 = time.perf_counter()
-        build(root, tracked)
+        build_repo(root, tracked, 0, 0, {".plan-build.yaml": CONFIG})  # one verify: `true`
         env = env_with(HOME=str(tmp / "home"))
-        sid = subprocess.run(
-            [py, "-m", "plan_build", "baseline"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
+        sid = start_session(py, root, env)
         change(root, tracked, changed)
         env["PLAN_BUILD_SESSION"] = sid
         pb = [py, "-m", "plan_build"]

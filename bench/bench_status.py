@@ -46,6 +46,7 @@ from _common import (
     env_with,
     instructions,
     review_text,
+    start_session,
 )
 
 TRACKED, MODIFIED, UNTRACKED, SESSION_FILES, TASKS = 20_000, 2_000, 500, 50, 50
@@ -138,15 +139,7 @@ def main() -> None:
         root.mkdir()
         build_repo(root, tracked, tracked // 10, UNTRACKED)  # the user's own edits, kept apart
         env = env_with(HOME=str(tmp / "home"))
-        out = subprocess.run(
-            [py, "-m", "plan_build", "baseline"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        sid = out.stdout.strip()
+        sid = start_session(py, root, env)
         for i in range(SESSION_FILES):
             (root / f"session{i:02d}.py").write_text(body(1000 + i))
         session_state(root, sid)
