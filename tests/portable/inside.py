@@ -103,7 +103,7 @@ def main() -> None:
         stand_in = work / "bwrap"
         stand_in.write_text(
             "#!/bin/sh\nexec unshare --mount sh -c "
-            f"'mount --bind {REALPROC} /proc && exec \"$0\" \"$@\"' {real_bwrap} \"$@\"\n"
+            f'\'mount --bind {REALPROC} /proc && exec "$0" "$@"\' {real_bwrap} "$@"\n'
         )
         stand_in.chmod(0o755)
     mount("-t", "tmpfs", "-o", "size=1m,mode=555", "tmpfs", "/proc")
