@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -275,6 +276,31 @@ def test_claudes_settings_and_the_checks_share_one_policy(session: Path) -> None
     assert str(repo.common_dir.resolve()) in block["filesystem"]["denyWrite"]
     assert json.dumps(block)  # serialisable as the settings file holds it
     assert proc.quote(argv).startswith("bwrap --die-with-parent")
+
+
+def test_claudes_file_tools_are_denied_every_protected_place_whatever_it_is_called(
+    tmp_path: Path,
+) -> None:
+    """Write and Edit run outside the Bash sandbox: the launch's settings deny them the same
+    places by absolute path, a git dir that is not called `.git` included (the hook's path
+    reading would not know it)."""
+    from plan_build.startup import claudelayer
+
+    work, elsewhere = tmp_path / "work", tmp_path / "store" / "project-git"
+    elsewhere.parent.mkdir()
+    subprocess.run(["git", "init", "-q", f"--separate-git-dir={elsewhere}", str(work)], check=True)
+    repo = gitrepo.discover(work)
+    policy = claudelayer.policy_for(repo, {"HOME": str(tmp_path / "home")})
+    deny = claudelayer.settings("plan", policy=policy)["permissions"]["deny"]  # type: ignore[index]
+
+    assert f"Edit(/{elsewhere.resolve()}/**)" in deny
+    for path in policy.protected:
+        assert f"Edit(/{path}/**)" in deny
+    assert claudelayer.settings("plan", policy=None)[
+        "permissions"
+    ] == {  # unguarded: Bash rules only
+        "deny": claudelayer.deny_rules(())
+    }
 
 
 def user_settings(value: object) -> Path:

@@ -117,14 +117,18 @@ def through_plan(
 
 
 def sandbox_only(repo: Path, tmp_path: Path) -> Path:
-    """plan-build's settings with the deny rules and hooks taken out: the sandbox alone."""
-    from plan_build.core import gitrepo
+    """plan-build's settings with the Bash deny rules and hooks taken out: the policy alone."""
+    from plan_build.core import gitrepo, sandbox
     from plan_build.startup import claudelayer
 
     found = gitrepo.discover(repo)
     policy = claudelayer.policy_for(found, {"HOME": str(tmp_path / "home")})
     settings = claudelayer.settings("plan", policy=policy)
-    kept = {"sandbox": settings["sandbox"]}
+    # the policy's own parts: the sandbox block and the rules that hold Claude's file tools
+    kept = {
+        "sandbox": settings["sandbox"],
+        "permissions": {"deny": sandbox.file_tool_rules(policy)},
+    }
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(kept))
     return path
@@ -327,3 +331,34 @@ def test_a_subagent_and_a_background_command_are_held_by_the_same_sandbox(
         r for r in before["refs"].splitlines() if "plan-build" not in r
     ]
     assert not (repo / ".git" / "from-a-subagent").exists()
+
+
+def test_claudes_file_tools_cannot_write_git_state_with_the_sandbox_alone(lab: Lab) -> None:
+    """Write and Edit run in Claude's own process, not in the Bash sandbox: the settings' write
+    denials must hold for them too, through a symlink the agent made in the work tree and
+    whatever the git dir is called. Sandbox settings only, bypass mode: no hook helps."""
+    tmux, repo, agents, api, tmp_path = lab.tmux, lab.ready, lab.agents, lab.api, lab.tmp
+    remote = prepared(repo)
+    before = git_state(repo, remote)
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    ref = repo / ".git" / "refs" / "heads" / "forged"
+    api.commands = [
+        ("Write", {"file_path": str(hook), "content": "#!/bin/sh\necho hooked\n"}),
+        ("Write", {"file_path": str(ref), "content": "0" * 40 + "\n"}),
+        "ln -s .git/hooks linked",
+        ("Write", {"file_path": str(repo / "linked" / "post-checkout"), "content": "x\n"}),
+    ]
+    env = env_for(agents, repo, api)
+    argv = ["claude", "--settings", str(sandbox_only(repo, tmp_path))]
+    tmux.start([*argv, "--dangerously-skip-permissions", "--", "go"], cwd=repo, env=env)
+    results = wait_for_all(tmux, api)
+    tmux.wait_text("SCRIPTED-REPLY: done", TURN)
+    tmux.command("/exit", EXIT)
+
+    assert not hook.exists(), results
+    assert not ref.exists(), results
+    writes = [text for key, text in results.items() if key.startswith("Write ")]
+    assert len(writes) == 3, results
+    assert all("denied" in text for text in writes), results  # the model reads why
+    assert not (repo / ".git" / "hooks" / "post-checkout").exists(), results
+    assert git_state(repo, remote) == before

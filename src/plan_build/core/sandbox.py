@@ -245,6 +245,17 @@ def claude_settings(policy: Policy) -> dict[str, Any]:
     }
 
 
+def file_tool_rules(policy: Policy) -> list[str]:
+    """Permission deny rules that hold Claude's own file tools to the policy. Write, Edit and
+    NotebookEdit run in Claude's process, not in the Bash sandbox, and `denyWrite` does not
+    reach them (measured, 2.1.332: a Write into .git/hooks landed); Claude applies these rules
+    itself, in every permission mode. `//` anchors a rule at the file system's root, and a
+    path names its subtree as in gitignore."""
+    edit = [f"Edit(/{p}/**)" for p in policy.protected]
+    read = [rule for p in policy.unreadable for rule in (f"Read(/{p})", f"Read(/{p}/**)")]
+    return [*edit, *read]
+
+
 # --- bubblewrap, around the programs plan-build starts ---------------------------------
 
 

@@ -152,8 +152,10 @@ def settings(
             {"matcher": FILE_TOOLS, "hooks": [hook("post-edit")]},
             {"matcher": "Bash", "hooks": [hook("post-bash")]},
         ]
-    out: dict[str, object] = {"permissions": {"deny": deny_rules(launchers)}, "hooks": hooks}
+    deny = deny_rules(launchers)
+    out: dict[str, object] = {"permissions": {"deny": deny}, "hooks": hooks}
     if policy is not None:
+        deny += sandbox.file_tool_rules(policy)  # Claude's file tools: not in the sandbox
         out["sandbox"] = sandbox.claude_settings(policy)
     return out
 
