@@ -46,12 +46,19 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
             mode = 0o666 & ~_umask()
     sweep(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}{owner_tag()}", suffix=".tmp", dir=path.parent)
+    _fill_and_rename(fd, payload, Path(tmp), path, mode)
+
+
+def _fill_and_rename(fd: int, data: bytes, tmp: Path, path: Path, mode: int | None) -> None:
+    """Write `data` through `fd` (open on `tmp`), flush it to disk, rename `tmp` over `path`
+    and flush the directory; `tmp` is removed if any step fails."""
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -92,17 +99,7 @@ def replace_locked(path: Path, data: bytes) -> None:
             f"wait for that git command to finish (or, if none runs, remove {lock}), then retry",
             code=ExitCode.BLOCKED,
         ) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(lock, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock)
-        raise
-    fsync_dir(path.parent)
+    _fill_and_rename(fd, data, lock, path, None)
 
 
 _OWNED = re.compile(r"~pb(\d+)-(\d+)~")
