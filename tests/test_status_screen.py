@@ -287,12 +287,14 @@ def test_a_session_seen_at_every_stage(shop: Path, stubs: Stubs, cli) -> None:
 def test_status_from_the_command_line_is_read_only(shop: Path, stubs: Stubs, cli) -> None:
     """No record, workflow file, index or work-tree file changes. What `status` may write is
     what taking the work tree always wrote: git objects (content-addressed, so an existing one
-    is only touched) and its kept index (issue 15, ADR 0131)."""
+    is only touched), its kept index (issue 15, ADR 0131) and the file list it read between
+    two trees (ADR 0200)."""
     wf = start_plan_review(cli, stubs, shop)
     decide(wf, "plan", 1, "### HIGH-1\nDecision: ACCEPT\n")  # the ledger is behind: not synced
     (shop / "src" / "app.py").write_text("fixed\n")
     kept = shop / ".git" / "plan-build" / "sessions" / "s1" / "status-index"
     objects = shop / ".git" / "objects"
+    diffs = shop / ".git" / "plan-build" / "cache" / "treediff"
 
     def files() -> dict[Path, tuple[bytes, int]]:
         return {
@@ -314,7 +316,7 @@ def test_status_from_the_command_line_is_read_only(shop: Path, stubs: Stubs, cli
     for path, (data, mtime) in before.items():
         assert after[path][0] == data, path
         assert objects in path.parents or after[path][1] == mtime, path
-    assert all(objects in p.parents for p in set(after) - set(before))
+    assert all(objects in p.parents or p.parent == diffs for p in set(after) - set(before))
 
 
 def test_a_skipped_reviewer_is_never_shown_clean(shop: Path, stubs: Stubs, cli) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from plan_build.core import proc
 from plan_build.core.gitrepo import Repo, git_argv, git_env
-from plan_build.delivery import statusindex
+from plan_build.delivery import statusindex, treediff
 from plan_build.delivery.baseline import Baseline
 
 # Diffs are read with fixed options so a user's diff config (noprefix, external tools,
@@ -80,13 +80,16 @@ class Entry:
 
     @property
     def kind(self) -> str:
-        return {
-            "100644": "file",
-            "100755": "file",
-            "120000": "symlink",
-            "160000": "gitlink",
-            "040000": "tree",
-        }.get(self.mode, "other")
+        return _KINDS.get(self.mode, "other")
+
+
+_KINDS = {
+    "100644": "file",
+    "100755": "file",
+    "120000": "symlink",
+    "160000": "gitlink",
+    "040000": "tree",
+}
 
 
 @dataclass(frozen=True)
@@ -230,8 +233,12 @@ def compute(repo: Repo, base: Baseline, *, tree: str | None = None, counts: bool
 
 
 def files_between(repo: Repo, old: str, new: str) -> tuple[FileChange, ...]:
-    """Every file that differs between two trees, with its line counts (one walk of both)."""
-    raw, stats = _parse_diff(git_bytes(repo, "diff-tree", *_RAW, "--numstat", old, new))
+    """Every file that differs between two trees, with its line counts (one walk of both,
+    once per pair: `treediff` keeps git's answer)."""
+    out = treediff.read(
+        repo, old, new, lambda: git_bytes(repo, "diff-tree", *_RAW, "--numstat", old, new)
+    )
+    raw, stats = _parse_diff(out)
     return tuple(
         FileChange(path, _status(o, n), o, n, *stats.get(path, (0, 0)))
         for path, (o, n) in raw.items()
