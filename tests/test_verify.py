@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from plan_build.core import config, gitrepo
+from plan_build.core import config, gitrepo, snapshot
 from plan_build.core.errors import ExitCode, PlanBuildError
-from plan_build.delivery import baseline, secretscan
+from plan_build.delivery import baseline, secretscan, statusindex
 from plan_build.delivery import verify as verify_mod
 from tests.support.gitcmd import add_submodule, git
 
@@ -128,9 +128,14 @@ def test_a_command_that_rewrites_files_fails_stability(session: Path) -> None:
         # (a check cannot change the index or .git/info/exclude: tests/test_check_sandbox.py)
     ],
 )
-def test_stability_sees_any_change_while_verifying(session: Path, script: str, moved: str) -> None:
+@pytest.mark.parametrize("after_status", [False, True], ids=["fresh", "after-status"])
+def test_stability_sees_any_change_while_verifying(
+    session: Path, script: str, moved: str, after_status: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The second snapshot reuses the first one's private index (issue 15): it must still see
-    every change a check makes, even one that keeps the file's size within the same second."""
+    every change a check makes, even one that keeps the file's size within the same second.
+    After a `status`, verify's first snapshot starts from the index `status` kept (issue 36):
+    the same holds."""
     (session / ".gitignore").write_text("*.log\n")
     (session / "build.log").write_text("tracked although ignored\n")
     git(session, "add", "-f", "build.log", ".gitignore")
@@ -139,9 +144,22 @@ def test_stability_sees_any_change_while_verifying(session: Path, script: str, m
     baseline.capture(r, session_id="s2")
     (session / "notes.txt").write_text("the session's untracked note\n")
     configure(session, [{"name": "fmt", "argv": [PY, "-c", script]}])
+    adopted: list[Path] = []
+    real_adopt = snapshot.Rescan.adopt
+    monkeypatch.setattr(
+        snapshot.Rescan,
+        "adopt",
+        lambda self, index: (adopted.append(index), real_adopt(self, index)),
+    )
+    if after_status:
+        kept = statusindex.tree(r, baseline.load(r, "s2"))
+        assert kept == snapshot.worktree_tree(r)
     report = verify_mod.run(
         r, baseline.load(r, "s2"), config=config.load(session), env=dict(os.environ)
     )
+    if after_status:
+        assert report.change.tree == kept  # the kept index's tree: what a fresh one gives
+    assert len(adopted) == 1  # (a fresh verify seeds the kept index itself, then adopts it)
     assert by_id(report)["command.fmt"].status == "pass"
     stable = by_id(report)["change.stable"]
     assert stable.status == "fail", stable.detail

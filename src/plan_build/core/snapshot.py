@@ -233,6 +233,14 @@ class Rescan:
             out.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
         return tuple(out)
 
+    def adopt(self, index: Path) -> None:
+        """Start from a copy of `index`, an index whose snapshot is exact for the user's index
+        as it is now (the session's kept one, `statusindex`): its fresh stat data spares the
+        first snapshot re-hashing every changed file."""
+        self._index.unlink(missing_ok=True)
+        shutil.copy2(index, self._index)  # mtime kept: git's racy-clean check depends on it
+        self._seed = self._seed_stat()
+
     def tree(self) -> str:
         """The tree id of the whole work tree as it is now (as `worktree_tree`)."""
         seed = self._seed_stat()

@@ -25,7 +25,7 @@ import contextlib
 import fcntl
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,14 +96,31 @@ def _locked(directory: Path) -> Iterator[bool]:
 
 def tree(repo: Repo, base: Baseline, *, exclude: Sequence[str] = snapshot.TOOL_STATE) -> str:
     """The whole work tree's tree id, as `snapshot.worktree_tree` gives it."""
+    return kept_tree(repo, base, exclude=exclude) or snapshot.worktree_tree(repo, exclude=exclude)
+
+
+def kept_tree(
+    repo: Repo,
+    base: Baseline,
+    *,
+    exclude: Sequence[str] = snapshot.TOOL_STATE,
+    adopt: Callable[[Path], None] | None = None,
+) -> str | None:
+    """The tree through the kept index, or None when there is none to use (no state dir, or
+    one that leads elsewhere, or a concurrent run holds it). `adopt(index)` is called with the
+    kept index, while it is held, when it stays kept (verify's rescan starts from a copy)."""
     try:
         directory = home(repo, base)
         with _locked(directory) as mine:
             if mine:
-                return _kept_tree(repo, directory, tuple(exclude))
+                current = _kept_tree(repo, directory, tuple(exclude))
+                index = directory / "index"
+                if adopt is not None and index.exists():
+                    adopt(index)
+                return current
     except (OSError, PlanBuildError):
-        pass  # no state dir (or one that leads elsewhere), no flock: a fresh snapshot
-    return snapshot.worktree_tree(repo, exclude=exclude)
+        pass
+    return None
 
 
 def _read_state(path: Path) -> dict[str, Any] | None:
@@ -208,4 +225,4 @@ def _tracks_nothing_newly_ignored(repo: Repo, env: dict[str, str]) -> bool:
     return kept <= users
 
 
-__all__ = ["home", "seed_key", "tree"]
+__all__ = ["home", "kept_tree", "seed_key", "tree"]

@@ -12,6 +12,7 @@ import contextlib
 import re
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from plan_build.core.errors import ExitCode, PlanBuildError
 from plan_build.core.gitrepo import Repo
 from plan_build.delivery import baseline as baseline_mod
 from plan_build.delivery import intended as change_mod
-from plan_build.delivery import secretscan
+from plan_build.delivery import secretscan, statusindex
 from plan_build.delivery import verifychecks as vc
 from plan_build.delivery.baseline import Baseline
 from plan_build.delivery.intended import Change, display_path
@@ -273,14 +274,18 @@ def run(
     # import: load it on the other core while git snapshots the work tree
     warm = threading.Thread(target=_warm_scanner, daemon=True)
     warm.start()
-    with snapshot.Rescan(repo) as scan:
-        change = change_mod.compute(repo, base, tree=scan.tree())
+    with snapshot.Rescan(repo) as scan, ThreadPoolExecutor(max_workers=2) as pool:
+        # the first snapshot through the session's kept index, when there is one: its stat
+        # data is fresh from the last `status`, so only files changed since are hashed again
+        kept = statusindex.kept_tree(repo, base, adopt=scan.adopt)
+        tree = kept if kept is not None else scan.tree()
+        # the patch, the whitespace check and the file list are walks of the same two trees:
+        # started together, one beside the other
+        patch = pool.submit(change_mod.added_lines, repo, base.worktree_tree, tree)
+        whitespace = pool.submit(vc.diff_check, repo, base.worktree_tree, tree)
+        change = change_mod.compute(repo, base, tree=tree)
         mode = detect_mode(repo, base, change.tree, mode_flag)
-        added = (
-            change_mod.added_lines(repo, base.worktree_tree, change.tree)
-            if not change.empty
-            else {}
-        )
+        added = patch.result()
         rows = [vc.check_change(change)]
         if repo.head() != base.head:
             rows.append(
@@ -305,7 +310,11 @@ def run(
         warm.join()
         rows += checks.run_concurrently(
             [
-                lambda: vc.check_diff(repo, change),
+                lambda: (
+                    Check("diff.check", "skip", "nothing to check")
+                    if change.empty
+                    else whitespace.result()
+                ),
                 secrets,
                 lambda: vc.check_placeholders(repo, change, added),
                 lambda: vc.check_records(repo, change, mode),

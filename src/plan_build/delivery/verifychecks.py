@@ -52,15 +52,13 @@ def check_change(change: Change) -> Check:
 def check_diff(repo: Repo, change: Change) -> Check:
     if change.empty:
         return Check("diff.check", "skip", "nothing to check")
+    return diff_check(repo, change.baseline.worktree_tree, change.tree)
+
+
+def diff_check(repo: Repo, old: str, new: str) -> Check:
+    """`git diff --check` between two trees (verify starts it beside the change's own diff)."""
     r = repo.git(
-        "diff",
-        "--check",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-renames",
-        change.baseline.worktree_tree,
-        change.tree,
-        check=False,
+        "diff", "--check", "--no-color", "--no-ext-diff", "--no-renames", old, new, check=False
     )
     if r.returncode == 0:
         return Check("diff.check", "pass", "no whitespace errors or conflict markers added")
@@ -371,6 +369,7 @@ __all__ = [
     "check_secrets",
     "check_submodules",
     "committed_secrets_baseline",
+    "diff_check",
     "dirty_submodules",
     "fenced_lines",
     "line_before",
