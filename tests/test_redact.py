@@ -106,6 +106,46 @@ def test_what_verify_flags_with_the_keyword_plugin_is_withheld_too() -> None:
     ]
 
 
+def test_every_prefilter_finds_what_asking_line_by_line_finds_across_many_files() -> None:
+    """The full scan (entropy and keyword plugins too) of many files at once gives each file
+    what asking each plugin about each line of that file alone gives."""
+    engine = redact.engine()
+    line = st.sampled_from(
+        [
+            'token = "c2VjcmV0LXZhbHVlLXdpdGgtZW50cm9weS0xMjM0NTY3ODkw"',
+            "key: '8f14e45fceea167a5a36dedd4bea2543d2f1c6b1'",
+            'x = "short" + "AKIAQWERTYUIOPASDFGH"',
+            "'unterminated c2VjcmV0LXZhbHVlLXdpdGgtZW50cm9weS0x",
+            '"',
+            'password = "hunter2hunter2"',
+            "plain prose with no quotes",
+            "ip 8.8.8.8 and 10.0.0.1",
+        ]
+    )
+    files = st.lists(st.lists(line, max_size=6), max_size=5)
+
+    @settings(max_examples=50, deadline=None)
+    @given(files=files, noisy=st.booleans())
+    def check(files: list[list[str]], noisy: bool) -> None:
+        docs = [
+            redact.Document(f"f{i}.py", lines, patterns_only=noisy and i % 2 == 0)
+            for i, lines in enumerate(files)
+        ]
+        fast = engine.scan_documents(docs)
+        saved = (engine.all, engine.patterns)
+        engine.all = [dataclasses.replace(p, prefilter=None) for p in saved[0]]
+        engine.patterns = [dataclasses.replace(p, prefilter=None) for p in saved[1]]
+        try:
+            slow = [
+                engine.scan_lines(d.filename, d.lines, patterns_only=d.patterns_only) for d in docs
+            ]
+        finally:
+            engine.all, engine.patterns = saved
+        assert fast == slow
+
+    check()
+
+
 def test_the_keyword_prefilter_finds_what_asking_line_by_line_finds() -> None:
     engine = redact.engine()
     line = st.sampled_from(

@@ -113,9 +113,12 @@ def scan(
     is line n-1 of the new file, asked only when a finding's previous line was not added (a
     `nextline` pragma may sit there).
     """
+    from plan_build.core.redact import Document
+
     scanner = _engine()
     known = accepted_hashes(accepted)
-    findings: list[Finding] = []
+    docs: list[Document] = []
+    rows: list[tuple[str, list[int]]] = []
     for path, lines in added.items():
         if not lines:
             continue
@@ -137,10 +140,12 @@ def scan(
                 return by_no[no - 1]
             return line_before(path, no).rstrip() if line_before is not None and no > 1 else ""
 
+        docs.append(Document(path, texts, patterns_only, previous=previous))
+        rows.append((path, numbers))
+    findings: list[Finding] = []
+    for (path, numbers), hits in zip(rows, scanner.scan_documents(docs), strict=True):
         accepted_here = known.get(path, set())
-        for i, hit in scanner.scan_lines(
-            path, texts, patterns_only=patterns_only, previous=previous
-        ):
+        for i, hit in hits:
             if hit.secret_hash not in accepted_here:
                 findings.append(Finding(path, numbers[i], hit.type, hit.allowlisted))
     return sorted(set(findings), key=lambda f: (f.path, f.line, f.type, f.allowlisted))
