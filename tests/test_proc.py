@@ -154,3 +154,38 @@ def test_the_kill_grace_can_be_shortened_but_only_to_a_sane_number(
     assert proc.kill_grace() == grace
     monkeypatch.delenv("PLAN_BUILD_KILL_GRACE")
     assert proc.kill_grace() == proc.KILL_GRACE == 2.0
+
+
+def test_head_bytes_gives_a_short_output_whole() -> None:
+    data, whole = proc.head_bytes([sys.executable, "-c", "print('x' * 99)"], limit=1000)
+    assert (data, whole) == (b"x" * 99 + b"\n", True)
+
+
+def test_head_bytes_stops_a_command_once_it_has_given_more_than_the_limit(
+    tmp_path: Path,
+) -> None:
+    """A report needs the start of a diff of thousands of files: the command is stopped, not
+    waited for (this one would write for a minute)."""
+    pidfile = tmp_path / "pid"
+    script = (
+        "import os, sys, time\n"
+        f"open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "end = time.monotonic() + 60\n"
+        "while time.monotonic() < end:\n"
+        "    sys.stdout.write('y' * 65536)\n"
+    )
+    started = time.monotonic()
+    data, whole = proc.head_bytes([sys.executable, "-c", script], limit=200_000, timeout=30)
+    assert time.monotonic() - started < 15
+    assert (len(data), whole) == (200_000, False)
+    assert set(data) == {ord("y")}
+    assert not alive(int(pidfile.read_text()))
+
+
+def test_head_bytes_reports_a_failure_and_a_timeout() -> None:
+    with pytest.raises(proc.CommandFailed):
+        proc.head_bytes([sys.executable, "-c", "import sys; sys.exit(3)"], limit=10)
+    with pytest.raises(proc.CommandTimeout):
+        proc.head_bytes(
+            [sys.executable, "-c", "import time; time.sleep(30)"], limit=10, timeout=0.5
+        )

@@ -306,3 +306,44 @@ def test_redaction_scans_only_the_part_of_a_large_diff_the_report_shows(
     assert "AKIA" + "QWERTYUIOPASDFGH" not in page  # the shown one withheld, the cut one not shown
     left = s.diff.count("\n") - view.bounded_diff(s.diff)[0].count("\n")
     assert f"{left} more line(s)" in page  # the note still counts what was cut
+
+
+def test_the_report_reads_a_huge_diff_only_as_far_as_it_shows_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git is stopped once the report has what it shows (issue 36: reading a 5,000-file
+    change's whole diff took longer than making the rest of the report); the page says how
+    many of the change's files the diff shown leaves out."""
+    monkeypatch.setattr(view, "MAX_DIFF", 3_000)
+    r = gitrepo.discover(repo)
+    baseline.capture(r, session_id="s1")
+    for i in range(40):
+        (repo / f"f{i:02d}.txt").write_text("line\n" * 30)
+    s = storyread.gather(r, {}, repo, "s1")
+    assert not s.diff_whole
+    assert len(s.diff.encode()) == 3_000
+    page = view.render(view.redacted(s, {}, ()), "html", TEMPLATES)
+    diff = page.split('<details id="diff">', 1)[1].split("</pre>", 1)[0]
+    shown = diff.count("diff --git ")
+    assert 0 < shown < 40
+    assert f"{40 - shown} more file(s) of 40 are not in it; see it with git diff" in page
+    small = storyread.gather(r, {}, repo, "s1")
+    monkeypatch.setattr(view, "MAX_DIFF", 1_000_000)
+    whole = storyread.gather(r, {}, repo, "s1")
+    assert whole.diff_whole
+    assert whole.diff.startswith(small.diff[: small.diff.rfind("\n")])
+
+
+def test_the_markdown_report_fits_a_pull_request_description() -> None:
+    """GitHub takes 65,536 characters in a pull request's description: a big diff is cut to
+    what the rest of the Markdown leaves, and the cut is said."""
+    s = stories.story(diff_lines=60_000)
+    md = view.render(view.redacted(s, {}, ()), "md", TEMPLATES)
+    assert len(md) <= view.MD_LIMIT
+    assert "so that this report fits a pull request's description" in md
+    assert "(the HTML report shows more of it)" in md
+    assert md.count("+line ") > 100  # what fits is still shown
+    page = view.render(view.redacted(s, {}, ()), "html", TEMPLATES)
+    assert len(page) > view.MD_LIMIT  # the page keeps the 200,000 characters
+    small = view.render(view.redacted(stories.story(), {}, ()), "md", TEMPLATES)
+    assert "fits a pull request" not in small

@@ -212,6 +212,60 @@ def run_bytes(
     return result
 
 
+def head_bytes(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    limit: int,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> tuple[bytes, bool]:
+    """The first `limit` bytes of a command's stdout, and whether that is all of it. The
+    command is stopped as soon as it has given more (a report shows the start of a diff of
+    thousands of files; git need not write the rest). Its stderr is discarded. Raises
+    CommandFailed when it ends on its own with a non-zero exit, CommandTimeout after `timeout`.
+    """
+    args = [os.fspath(a) for a in argv]
+    log.debug("run (first %d bytes): %s", limit, quote(args))
+    started = time.monotonic()
+    child = _start(args, cwd=cwd, env=env, has_input=False, text=False, stderr=subprocess.DEVNULL)
+    expired = threading.Event()
+
+    def stop() -> None:
+        if child.pid > 0:  # (a faked process in tests has no real group)
+            _signal_group(child.pid, signal.SIGKILL)
+
+    def expire() -> None:
+        expired.set()
+        stop()
+
+    timer = threading.Timer(timeout, expire)
+    timer.start()
+    try:
+        out: Any = child.stdout  # a pipe: stdout is captured
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            chunk = out.read1(min(65536, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        whole = got <= limit
+        out.close()  # the command stops at its next write (SIGPIPE)
+        if not whole:
+            stop()
+        code = child.wait()
+    finally:
+        timer.cancel()
+    seconds = time.monotonic() - started
+    if expired.is_set():
+        raise CommandTimeout(args, timeout, "")
+    if whole and code != 0:
+        raise CommandFailed(Completed(tuple(args), code, "", "", seconds))
+    return b"".join(chunks)[:limit], whole
+
+
 def _execute(
     argv: Sequence[str | os.PathLike[str]],
     *,

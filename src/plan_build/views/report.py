@@ -27,6 +27,8 @@ MAX_DIFF = 200_000  # characters of the diff shown; the rest is counted, not sho
 # rows of the changed-files table shown before the rest fold away (HTML: into a <details>;
 # Markdown: counted, not listed, so a big change's report stays a readable PR body)
 MAX_FILE_ROWS = 200
+MD_LIMIT = 65_536  # characters GitHub takes in a pull request's description
+MD_MARGIN = 1_000  # for the note that says where the diff was cut
 KIND_LANE = {
     "baseline": 0,
     "review": 1,
@@ -48,7 +50,7 @@ def redacted(story: st.Story, env: Mapping[str, str], paths: Sequence[tuple[str,
 
     from plan_build.core import redact
 
-    shown, left_out = bounded_diff(story.diff)
+    shown, left_out = bounded_diff(story.diff, whole=story.diff_whole, files=len(story.files))
     if left_out is not None:
         story = dataclasses.replace(story, diff=shown, diff_left_out=left_out)
     texts = st.strings(story)
@@ -56,15 +58,23 @@ def redacted(story: st.Story, env: Mapping[str, str], paths: Sequence[tuple[str,
     return st.map_strings(story, lambda _s: next(clean))
 
 
-def bounded_diff(diff: str, limit: int = MAX_DIFF) -> tuple[str, str | None]:
-    """(the diff shown, what was left out in words, or None when nothing was)."""
-    if len(diff) <= limit:
+def bounded_diff(
+    diff: str, limit: int = MAX_DIFF, *, whole: bool = True, files: int = 0
+) -> tuple[str, str | None]:
+    """(the diff shown, what was left out in words, or None when nothing was). `whole=False`:
+    `diff` is only the start of the change's diff, which has `files` files in all."""
+    if whole and len(diff) <= limit:
         return diff, None
-    cut = diff.rfind("\n", 0, limit) + 1 or limit
+    end = min(limit, len(diff))
+    cut = diff.rfind("\n", 0, end) + 1 or end
     shown, rest = diff[:cut], diff[cut:]
+    if not whole:
+        seen = _files_in(shown)
+        more = f": {files - seen} more file(s) of {files} are not in it" if files > seen else ""
+        return shown, f"the rest of the diff is left out{more}; see it with git diff"
     lines = rest.count("\n") + (0 if rest.endswith("\n") else 1)
-    files = rest.count("\ndiff --git ") + (1 if rest.startswith("diff --git ") else 0)
-    more = f", {files} more file(s) among them" if files else ""
+    n = _files_in(rest)
+    more = f", {n} more file(s) among them" if n else ""
     return shown, (
         f"{lines} more line(s) ({len(rest):,} characters) of the diff are left out{more}: "
         "see them with git diff"
@@ -149,20 +159,46 @@ def render(story: st.Story, fmt: str, templates: Path) -> str:
         if story.diff_left_out is not None
         else bounded_diff(story.diff)
     )
-    context = {
+    template = env.get_template(f"report/report.{fmt}.j2")
+    context = _context(story, diff, left_out)
+    if fmt != "md":
+        return template.render(**context)
+    # Markdown is for a pull request's description, which GitHub caps at MD_LIMIT characters:
+    # the diff gets what the rest leaves (it is the one part `git diff` gives back whole)
+    room = MD_LIMIT - MD_MARGIN - len(template.render(**_context(story, "", None)))
+    if len(diff) > room:
+        shown, _ = bounded_diff(diff, max(room, 0))
+        total = _files_in(diff) if story.diff_whole else len(story.files)
+        left_out = (
+            f"the diff is cut here so that this report fits a pull request's description "
+            f"(GitHub takes {MD_LIMIT:,} characters): {total - _files_in(shown)} "
+            "more file(s) of it are not shown here; see the whole diff with git diff"
+        )
+        if story.diff_left_out is not None or not story.diff_whole:
+            left_out += " (the HTML report shows more of it)"
+        context = _context(story, shown, left_out)
+    return template.render(**context)
+
+
+def _files_in(diff: str) -> int:
+    return diff.count("\ndiff --git ") + (1 if diff.startswith("diff --git ") else 0)
+
+
+def _context(story: st.Story, diff: str, left_out: str | None) -> dict[str, Any]:
+    return {
         "s": story,
         "h": story.header,
         "diff": diff,
         "left_out": left_out,
         "files_shown": story.files[:MAX_FILE_ROWS],
         "files_folded": story.files[MAX_FILE_ROWS:],
+        "fold_at": MAX_FILE_ROWS,
         "timeline": timeline(story.events),
         "added": sum(f.added or 0 for f in story.files),
         "removed": sum(f.removed or 0 for f in story.files),
         # one fence for every block (the diff, each check's output): longer than any run in them
         "fence": "`" * max(3, 1 + max(_longest_backticks(t) for t in [diff, *_tails(story)])),
     }
-    return env.get_template(f"report/report.{fmt}.j2").render(**context)
 
 
 def _tails(story: st.Story) -> list[str]:

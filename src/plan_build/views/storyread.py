@@ -222,19 +222,26 @@ def _outcome(repo: Repo, env: Mapping[str, str], cwd: Path, facts: Any) -> str:
     return "ready to commit" if not lacking else "missing: " + "; ".join(lacking)
 
 
-def _diff(repo: Repo, change: Any) -> str:
+def _diff(repo: Repo, change: Any) -> tuple[str, bool]:
+    """The change's diff as far as the report can show it, and whether that is all of it: git
+    is stopped past MAX_DIFF bytes (a 5,000-file change's whole diff took longer to read than
+    the rest of the report to make; issue 36)."""
     if change is None or change.empty:
-        return ""
-    got = repo.git(
-        "diff",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-renames",
-        change.baseline_tree,
-        change.tree,
-        check=False,
+        return "", True
+    from plan_build.core import proc
+    from plan_build.core.gitrepo import git_argv, git_env
+    from plan_build.views.report import MAX_DIFF
+
+    argv = git_argv(
+        ["diff", "--no-color", "--no-ext-diff", "--no-renames", change.baseline_tree, change.tree]
     )
-    return got.stdout if got.ok else ""
+    try:
+        data, whole = proc.head_bytes(
+            argv, limit=MAX_DIFF, cwd=repo.root, env=git_env(repo.env), timeout=600
+        )
+    except (proc.CommandFailed, proc.CommandTimeout):
+        return "", True
+    return data.decode("utf-8", "replace"), whole
 
 
 def _known(repo: Repo, sid: str) -> bool:
@@ -283,6 +290,7 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path, session_id: str | None
         ]
     events.sort(key=lambda e: e.at)  # stable: the baseline stays first within its second
     change = facts.change
+    diff, whole = _diff(repo, change)
     return st.Story(
         header=st.Header(
             facts.id,
@@ -303,7 +311,8 @@ def gather(repo: Repo, env: Mapping[str, str], cwd: Path, session_id: str | None
             st.FileRow(f.path, f.status, f.added, f.removed)
             for f in (change.files if change else ())
         ),
-        diff=_diff(repo, change),
+        diff=diff,
+        diff_whole=whole,
         rounds=tuple(rounds),
         tasks=tuple(tasks),
         verify=verify,
