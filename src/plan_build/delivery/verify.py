@@ -258,6 +258,49 @@ def _warm_scanner() -> None:
         secretscan.canary_caught()
 
 
+def _run_commands(
+    repo: Repo,
+    base: Baseline,
+    commands: list[VerifyCommand],
+    *,
+    env: Mapping[str, str],
+    progress: Progress | None,
+) -> list[Check]:
+    """The project's own checks, each under the session's sandbox, and that no ref moved."""
+    rows: list[Check] = []
+    if not commands:
+        rows.append(
+            Check(
+                "commands",
+                "warn",
+                f"no verify.commands in {FILENAME}: the project's own checks were not run",
+                f"list them in {FILENAME} (docs/verify.md#configuration)",
+            )
+        )
+        return rows
+    log_dir = baseline_mod.sessions_dir(repo) / base.id / "logs"
+    changed = changed_commands(repo, base, commands, env)
+    if changed:
+        if progress:
+            progress("verify commands changed in this session: " + "; ".join(changed))
+        rows.append(
+            Check(
+                "commands.changed",
+                "warn",
+                "changed in this session (run under the sandbox): " + "; ".join(changed),
+                f"read them in {FILENAME} before you trust their result",
+            )
+        )
+    policy = sandbox.for_repo(repo, env)
+    refs_before = git_state(repo)
+    for cmd in commands:
+        rows.append(
+            run_command(repo, cmd, env=env, log_dir=log_dir, progress=progress, policy=policy)
+        )
+    rows.append(check_git_state(refs_before, git_state(repo)))
+    return rows
+
+
 def run(
     repo: Repo,
     base: Baseline,
@@ -299,6 +342,7 @@ def run(
         silenced: list[secretscan.Finding] = []
 
         def secrets() -> list[Check]:
+            warm.join()
             found, allowlisted = check_secrets(
                 added,
                 accepted=vc.committed_secrets_baseline(repo, base),
@@ -307,8 +351,10 @@ def run(
             silenced.extend(allowlisted)
             return found
 
-        warm.join()
-        rows += checks.run_concurrently(
+        # the change's own checks read git objects only: they run while the project's
+        # commands do (a big change's secret scan then costs nothing beside a test suite)
+        own = pool.submit(
+            checks.run_concurrently,
             [
                 lambda: (
                     Check("diff.check", "skip", "nothing to check")
@@ -320,38 +366,11 @@ def run(
                 lambda: vc.check_records(repo, change, mode),
                 lambda: vc.check_links(repo, change, added),
             ],
-            workers=2,
+            2,
         )
-        if not commands:
-            rows.append(
-                Check(
-                    "commands",
-                    "warn",
-                    f"no verify.commands in {FILENAME}: the project's own checks were not run",
-                    f"list them in {FILENAME} (docs/verify.md#configuration)",
-                )
-            )
-        log_dir = baseline_mod.sessions_dir(repo) / base.id / "logs"
-        changed = changed_commands(repo, base, commands, env) if commands else []
-        if changed:
-            if progress:
-                progress("verify commands changed in this session: " + "; ".join(changed))
-            rows.append(
-                Check(
-                    "commands.changed",
-                    "warn",
-                    "changed in this session (run under the sandbox): " + "; ".join(changed),
-                    f"read them in {FILENAME} before you trust their result",
-                )
-            )
-        policy = sandbox.for_repo(repo, env) if commands else None
-        refs_before = git_state(repo) if commands else {}
-        for cmd in commands:
-            rows.append(
-                run_command(repo, cmd, env=env, log_dir=log_dir, progress=progress, policy=policy)
-            )
-        if commands:
-            rows.append(check_git_state(refs_before, git_state(repo)))
+        ran = _run_commands(repo, base, commands, env=env, progress=progress)
+        rows += own.result()
+        rows += ran
         sub = vc.check_submodules(repo, change)
         if sub is not None:
             rows.append(sub)
