@@ -280,8 +280,9 @@ def test_a_big_change_in_markdown_lists_the_first_rows_and_counts_the_rest() -> 
 def test_a_long_file_name_cell_wraps_instead_of_widening_the_table() -> None:
     page = view.render(stories.big_change(3, long_name=True), "html", TEMPLATES)
     assert re.search(r"table\.files \{[^}]*table-layout: fixed", page)
-    assert re.search(r"table\.files td:first-child \{[^}]*overflow-wrap: anywhere", page)
+    assert re.search(r"table\.files td:first-child, td\.where \{[^}]*overflow-wrap: anywhere", page)
     assert "<tr><td>src/" + "n" * 252 + ".py</td>" in page
+    assert '<td class="where">src/' + "n" * 252 + ".py:12</td>" in page  # a finding's place
 
 
 def test_redaction_scans_only_the_part_of_a_large_diff_the_report_shows(

@@ -115,6 +115,8 @@ WIDTH_JS = """() => {
     removed: box('#files th:nth-child(4)').right,
     scroll: document.documentElement.scrollWidth,
     folded: box('#more-files table').right,
+    findings: box('table.findings').right,
+    outcome: box('table.findings th:nth-child(6)').right,
   };
 }"""
 
@@ -136,6 +138,8 @@ def test_a_255_byte_file_name_wraps_and_every_column_stays_on_the_page(
     assert widths["table"] <= viewport, widths
     assert widths["removed"] <= viewport, widths  # the last column is on the page
     assert widths["folded"] <= viewport, widths
+    assert widths["findings"] <= viewport, widths  # a finding's place in that file wraps too
+    assert widths["outcome"] <= viewport, widths
     assert widths["scroll"] <= viewport, widths  # nothing scrolls sideways
     page.evaluate("document.querySelector('#files').scrollIntoView()")
     page.screenshot(path=str(tmp_path / "files.png"))  # the table's top, as a person sees it
@@ -150,5 +154,7 @@ def test_a_255_byte_file_name_wraps_and_every_column_stays_on_the_page(
     page = ctx.new_page()
     page_file.write_text(bare)
     page.goto(page_file.as_uri(), wait_until="load")
-    assert page.evaluate(WIDTH_JS)["removed"] > viewport
+    bare_widths = page.evaluate(WIDTH_JS)
+    assert bare_widths["removed"] > viewport
+    assert bare_widths["outcome"] > viewport
     ctx.close()

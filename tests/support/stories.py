@@ -3,6 +3,8 @@ kind of event, a planted hostile finding, and a scalable size."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from plan_build.core import codexusage
 from plan_build.views import story as st
 
@@ -165,7 +167,12 @@ def big_change(count: int, *, long_name: bool = False) -> st.Story:
     files = [
         st.FileRow(f"src/pkg{i // 100:03d}/file{i:05d}.py", "M", i % 7, i % 3) for i in range(count)
     ]
-    if long_name and files:
-        files[0] = st.FileRow("src/" + "n" * 252 + ".py", "A", 1, 0)  # 255 bytes: a name's limit
     base = story()
-    return st.Story(**{**base.__dict__, "files": tuple(files)})
+    rounds = base.rounds
+    if long_name and files:
+        long = "src/" + "n" * 252 + ".py"  # 255 bytes: a name's limit
+        files[0] = st.FileRow(long, "A", 1, 0)
+        first = rounds[0]  # and a finding that points into it
+        where = dataclasses.replace(first.findings[0], location=f"{long}:12")
+        rounds = (dataclasses.replace(first, findings=(where, *first.findings[1:])), *rounds[1:])
+    return st.Story(**{**base.__dict__, "files": tuple(files), "rounds": rounds})
