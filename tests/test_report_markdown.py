@@ -164,3 +164,19 @@ def test_a_fence_inside_a_check_output_does_not_close_the_report_block(tmp_path:
     page = github(view.render(s, "md", TEMPLATES))
     assert_inert(page)
     assert html.escape(IMAGE, quote=False) in page
+
+
+def test_a_diff_cut_to_fit_a_pull_request_closes_its_block_and_says_so_on_github() -> None:
+    """Cut to GitHub's 65,536 characters, the diff still ends inside its own fenced block,
+    and the note after it is text, not code (rendered with GitHub's parser)."""
+    s = stories.story(diff_lines=60_000)
+    planted = '+x = "![p](http://host/x.png)"\n'
+    s = st.Story(**{**s.__dict__, "diff": planted + s.diff})
+    md = view.render(view.redacted(s, {}, ()), "md", ROOT / "templates")
+    assert len(md) <= view.MD_LIMIT
+    page = github(md)
+    assert_inert(page)
+    code, after = page.split('<pre lang="diff"><code>', 1)[1].split("</code></pre>", 1)
+    assert code.count("\n+") > 100  # what fits is shown, in the block
+    assert "fits a pull request" not in code
+    assert "so that this report fits a pull request's description" in html.unescape(after)
