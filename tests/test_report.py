@@ -315,7 +315,7 @@ def test_the_report_reads_a_huge_diff_only_as_far_as_it_shows_it(
     """git is stopped once the report has what it shows (issue 36: reading a 5,000-file
     change's whole diff took longer than making the rest of the report); the page says how
     many of the change's files the diff shown leaves out."""
-    monkeypatch.setattr(view, "MAX_DIFF", 3_000)
+    monkeypatch.setattr(st, "MAX_DIFF", 3_000)
     r = gitrepo.discover(repo)
     baseline.capture(r, session_id="s1")
     for i in range(40):
@@ -329,7 +329,7 @@ def test_the_report_reads_a_huge_diff_only_as_far_as_it_shows_it(
     assert 0 < shown < 40
     assert f"{40 - shown} more file(s) of 40 are not in it; see it with git diff" in page
     small = storyread.gather(r, {}, repo, "s1")
-    monkeypatch.setattr(view, "MAX_DIFF", 1_000_000)
+    monkeypatch.setattr(st, "MAX_DIFF", 1_000_000)
     whole = storyread.gather(r, {}, repo, "s1")
     assert whole.diff_whole
     assert whole.diff.startswith(small.diff[: small.diff.rfind("\n")])

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from plan_build.core.gitrepo import Repo
 
 FORMATS = ("html", "md")
-MAX_DIFF = 200_000  # characters of the diff shown; the rest is counted, not shown
+MAX_DIFF = st.MAX_DIFF  # of the diff shown; the rest is counted, not shown
 # rows of the changed-files table shown before the rest fold away (HTML: into a <details>;
 # Markdown: counted, not listed, so a big change's report stays a readable PR body)
 MAX_FILE_ROWS = 200

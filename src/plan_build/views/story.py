@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from plan_build.core.codexusage import Summed, Usage
 
 UNKNOWN = "unknown"
+MAX_DIFF = 200_000  # bytes of the change's diff a report reads and shows; the rest is counted
 T = TypeVar("T")
 
 
@@ -217,6 +218,7 @@ def strings(value: object) -> list[str]:
 
 
 __all__ = [
+    "MAX_DIFF",
     "UNKNOWN",
     "AttemptStory",
     "CheckRow",

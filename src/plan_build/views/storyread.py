@@ -230,14 +230,13 @@ def _diff(repo: Repo, change: Any) -> tuple[str, bool]:
         return "", True
     from plan_build.core import proc
     from plan_build.core.gitrepo import git_argv, git_env
-    from plan_build.views.report import MAX_DIFF
 
     argv = git_argv(
         ["diff", "--no-color", "--no-ext-diff", "--no-renames", change.baseline_tree, change.tree]
     )
     try:
         data, whole = proc.head_bytes(
-            argv, limit=MAX_DIFF, cwd=repo.root, env=git_env(repo.env), timeout=600
+            argv, limit=st.MAX_DIFF, cwd=repo.root, env=git_env(repo.env), timeout=600
         )
     except (proc.CommandFailed, proc.CommandTimeout):
         return "", True
