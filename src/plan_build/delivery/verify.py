@@ -356,11 +356,7 @@ def run(
         own = pool.submit(
             checks.run_concurrently,
             [
-                lambda: (
-                    Check("diff.check", "skip", "nothing to check")
-                    if change.empty
-                    else whitespace.result()
-                ),
+                lambda: vc.check_diff(repo, change) if change.empty else whitespace.result(),
                 secrets,
                 lambda: vc.check_placeholders(repo, change, added),
                 lambda: vc.check_records(repo, change, mode),
